@@ -1,0 +1,156 @@
+"""Checks of ./dev itself, run on the host by './dev test' (stdlib only, any Python 3).
+
+They cannot run inside the environment, because ./dev is what builds and enters
+it. Each check prints one line; the script ends with the plain closing line
+'N passed, N failed' and exits non-zero if any check failed.
+
+  - './dev run' passes the command's own exit code through;
+  - './dev run' runs Python 3.14 with interp_rpc and interp_rpc._core importable;
+  - './dev lab --port P' serves JupyterLab: /api/kernelspecs answers with the
+    token it printed, and the lab stops cleanly on SIGTERM;
+  - no mount is left under the root cache after any of these commands.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+DEV = str(REPO / "dev")
+CACHE = os.environ.get("INTERP_RPC_CACHE", "/var/cache/interp-rpc")
+
+
+def mounts_under(prefix: str) -> list[str]:
+    with open("/proc/self/mountinfo") as f:
+        points = [line.split()[4] for line in f]
+    return [p for p in points if p == prefix or p.startswith(prefix.rstrip("/") + "/")]
+
+
+def check_exit_code_passthrough() -> None:
+    proc = subprocess.run([DEV, "run", "--", "sh", "-c", "exit 7"], capture_output=True)
+    assert proc.returncode == 7, f"expected exit code 7, got {proc.returncode}"
+
+
+def check_python_314() -> None:
+    code = "import sys, interp_rpc, interp_rpc._core; print(sys.version)"
+    proc = subprocess.run(
+        [DEV, "run", "--", "python3", "-c", code], capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("3.14."), f"not Python 3.14: {proc.stdout!r}"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def fetch_json(url: str, token: str) -> dict[str, object]:
+    """GET with the token, retrying while the server is still coming up."""
+    request = urllib.request.Request(url, headers={"Authorization": f"token {token}"})
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                answer: dict[str, object] = json.load(response)
+                return answer
+        except ConnectionError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+        except urllib.error.URLError as exc:
+            if not isinstance(exc.reason, ConnectionError) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def check_lab_serves_kernelspecs() -> None:
+    port = free_port()
+    proc = subprocess.Popen(
+        [DEV, "lab", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    assert proc.stdout is not None
+    url_pattern = re.compile(rf"http://127\.0\.0\.1:{port}/lab\?token=([0-9a-f]+)")
+    log: list[str] = []
+    token = None
+    deadline = time.monotonic() + 120
+    try:
+        while token is None and time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            log.append(line)
+            match = url_pattern.search(line)
+            if match:
+                token = match.group(1)
+        assert token, "./dev lab printed no URL with a token:\n" + "".join(log[-30:])
+        specs = fetch_json(f"http://127.0.0.1:{port}/api/kernelspecs", token)
+        assert "kernelspecs" in specs, specs
+        assert "python3" in specs["kernelspecs"], sorted(specs["kernelspecs"])
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            raise AssertionError("./dev lab did not stop within 30 s of SIGTERM") from None
+    # The whole process group must be gone: no lab server left behind.
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError("processes of ./dev lab survived SIGTERM")
+
+
+def check_no_leaked_mounts() -> None:
+    leaked = mounts_under(CACHE)
+    assert not leaked, f"mounts survived ./dev commands: {leaked}"
+
+
+CHECKS: list[Callable[[], None]] = [
+    check_exit_code_passthrough,
+    check_python_314,
+    check_lab_serves_kernelspecs,
+    check_no_leaked_mounts,
+]
+
+
+def main() -> int:
+    print("\n=== checks of ./dev (on the host)", flush=True)
+    passed = failed = 0
+    for check in CHECKS:
+        try:
+            check()
+        except Exception as exc:  # report every failing check, not just the first
+            failed += 1
+            print(f"  FAILED  {check.__name__}: {exc}", flush=True)
+        else:
+            passed += 1
+            print(f"  ok      {check.__name__}", flush=True)
+    print(f"{passed} passed, {failed} failed")
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

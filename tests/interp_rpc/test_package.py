@@ -1,0 +1,26 @@
+"""The package imports on 3.14 and reports what its engine was built against."""
+
+import re
+import sys
+from pathlib import Path
+
+import interp_rpc
+
+
+def test_version_matches_cmake_project_version() -> None:
+    cmake = (Path(__file__).parents[2] / "CMakeLists.txt").read_text()
+    match = re.search(r"project\(interp_rpc VERSION ([0-9.]+)", cmake)
+    assert match is not None
+    assert interp_rpc.__version__ == match.group(1)
+
+
+def test_engine_was_built_against_this_python() -> None:
+    info = interp_rpc.build_info()
+    assert info["python"] == sys.version.split()[0].split("+")[0]
+    assert info["python_hexversion"] == sys.hexversion
+    assert str(info["pybind11"]).startswith("3.")
+    assert isinstance(info["cplusplus"], int) and info["cplusplus"] >= 202002
+
+
+def test_package_ships_py_typed() -> None:
+    assert (Path(interp_rpc.__file__).parent / "py.typed").is_file()
