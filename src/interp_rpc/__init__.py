@@ -1,4 +1,11 @@
-"""interp-rpc: a warm pool of PEP 734 subinterpreters for Python 3.14."""
+"""interp-rpc: a warm pool of PEP 734 subinterpreters for Python 3.14.
+
+    from interp_rpc import InterpreterPool
+
+    with InterpreterPool(workers=4, init="import mymodule") as pool:
+        result = pool.call("mymodule.process", {"n": 7})
+        results = pool.map("mymodule.process", [{"n": i} for i in range(1000)])
+"""
 
 import sys
 
@@ -8,14 +15,36 @@ if sys.version_info < (3, 14):  # noqa: UP036 - a clear error on old Pythons
         f"(PEP 734), which this Python ({sys.version.split()[0]}) does not have."
     )
 
-from interp_rpc._core import build_info as _build_info
+from interp_rpc._errors import (
+    CallTimeoutError,
+    InterpRpcError,
+    PoolBrokenError,
+    PoolClosedError,
+    PoolInitError,
+    RemoteError,
+    ShareabilityError,
+    TargetResolutionError,
+    WorkerDiedError,
+    WorkerInitFailure,
+)
+from interp_rpc._pool import CallRecord, InterpreterPool, PoolStats, WorkerStatus, build_info
+from interp_rpc._version import __version__
 
-__version__: str = str(_build_info()["interp_rpc"])
-
-
-def build_info() -> dict[str, object]:
-    """The versions interp-rpc's C++ engine was compiled against."""
-    return dict(_build_info())
-
-
-__all__ = ["__version__", "build_info"]
+__all__ = [
+    "CallRecord",
+    "CallTimeoutError",
+    "InterpRpcError",
+    "InterpreterPool",
+    "PoolBrokenError",
+    "PoolClosedError",
+    "PoolInitError",
+    "PoolStats",
+    "RemoteError",
+    "ShareabilityError",
+    "TargetResolutionError",
+    "WorkerDiedError",
+    "WorkerInitFailure",
+    "WorkerStatus",
+    "__version__",
+    "build_info",
+]

@@ -1,17 +1,270 @@
-// interp_rpc._core: the pybind11 face of the C++ engine.
+// interp_rpc._core: the pybind11 face of the C++ engine (main interpreter only).
+//
+// Every method that waits releases the GIL: workers need the main GIL when
+// they start and stop, and a caller blocked on a reply must not stall the
+// rest of the program. Waits on the main thread wake every 50 ms to run
+// signal handlers, so Ctrl-C (and the kernel's interrupt) stop a wait.
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
 
 #include "core/build_info.hpp"
+#include "core/clock.hpp"
+#include "core/pool.hpp"
 
 namespace py = pybind11;
+namespace core = interp_rpc::core;
+
+namespace {
+
+constexpr std::int64_t signal_check_interval_ns = 50'000'000;
+
+unsigned long g_main_thread_ident = 0;
+
+std::int64_t to_timeout_ns(std::optional<double> seconds) {
+  if (!seconds) return -1;
+  if (*seconds <= 0) return 0;
+  return static_cast<std::int64_t>(*seconds * 1e9);
+}
+
+// Waits for a call with the GIL released. Returns whether it finished;
+// raises whatever a signal handler raised (KeyboardInterrupt).
+bool wait_for_call(core::call& c, std::optional<double> timeout) {
+  if (c.done()) return true;
+  const bool on_main_thread = PyThread_get_thread_ident() == g_main_thread_ident;
+  const std::int64_t limit = to_timeout_ns(timeout);
+  const std::int64_t deadline = limit < 0 ? -1 : core::now_ns() + limit;
+  while (true) {
+    std::int64_t slice = limit < 0 ? -1 : std::max<std::int64_t>(0, deadline - core::now_ns());
+    if (on_main_thread && (slice < 0 || slice > signal_check_interval_ns)) {
+      slice = signal_check_interval_ns;
+    }
+    bool done = false;
+    {
+      py::gil_scoped_release unlocked;
+      done = c.wait_for(slice);
+    }
+    if (done) return true;
+    if (on_main_thread && PyErr_CheckSignals() != 0) throw py::error_already_set();
+    if (deadline >= 0 && core::now_ns() >= deadline) return false;
+  }
+}
+
+py::dict timing_dict(const core::call_timing& t) {
+  py::dict d;
+  d["submitted_ns"] = t.submitted_ns;
+  d["enqueued_ns"] = t.enqueued_ns;
+  d["started_ns"] = t.started_ns;
+  d["finished_ns"] = t.finished_ns;
+  d["serialize_ns"] = t.serialize_ns;
+  d["deserialize_ns"] = t.deserialize_ns;
+  d["result_serialize_ns"] = t.result_serialize_ns;
+  return d;
+}
+
+// Settles calls whose callers are not waiting on them directly (futures, and
+// calls whose caller gave up waiting). Runs on the engine's completion thread.
+void settle_completed(std::vector<core::call_ptr>& batch) {
+  const auto needs_python = [](const core::call_ptr& c) {
+    return !c->direct_waiter.load() && !c->claimed();
+  };
+  if (std::none_of(batch.begin(), batch.end(), needs_python)) return;
+  py::gil_scoped_acquire gil;
+  for (const core::call_ptr& c : batch) {
+    if (c->direct_waiter.load() || !c->try_claim()) continue;
+    PyObject* owner = std::exchange(c->completion_owner, nullptr);
+    if (owner == nullptr) continue;
+    try {
+      py::handle(owner).attr("_settle")();
+    } catch (py::error_already_set& e) {
+      e.discard_as_unraisable("interp_rpc: settling a finished call");
+    }
+    Py_DECREF(owner);
+  }
+}
+
+// A submitted call, as the Python layer sees it.
+class call_handle {
+ public:
+  explicit call_handle(core::call_ptr c) : m_call(std::move(c)) {}
+
+  bool wait(std::optional<double> timeout) {
+    m_call->direct_waiter.store(true);
+    bool done = false;
+    try {
+      done = wait_for_call(*m_call, timeout);
+    } catch (...) {
+      m_call->direct_waiter.store(false);
+      throw;
+    }
+    m_call->direct_waiter.store(false);
+    // If the call finished while we were still marked as its waiter, the
+    // completion thread skipped it: the caller settles it (done() is true).
+    return done || m_call->done();
+  }
+
+  bool claim() { return m_call->try_claim(); }
+
+  void release_owner() {
+    PyObject* owner = std::exchange(m_call->completion_owner, nullptr);
+    Py_XDECREF(owner);
+  }
+
+  const core::call_ptr& get() const { return m_call; }
+
+ private:
+  core::call_ptr m_call;
+};
+
+class engine {
+ public:
+  engine(int workers, std::string bootstrap_source, std::string bootstrap_filename,
+         const py::bytes& setup_request) {
+    if (workers < 1) throw py::value_error("workers must be at least 1");
+    core::pool_options options;
+    options.workers = workers;
+    options.main_interpreter = PyInterpreterState_Main();
+    options.bootstrap_source = std::move(bootstrap_source);
+    options.bootstrap_filename = std::move(bootstrap_filename);
+    options.setup_request = setup_request;
+    py::gil_scoped_release unlocked;
+    m_pool = std::make_unique<core::pool>(std::move(options), settle_completed);
+  }
+
+  py::list wait_ready(std::optional<double> timeout) {
+    std::vector<core::init_report> reports;
+    {
+      py::gil_scoped_release unlocked;
+      reports = m_pool->wait_ready(to_timeout_ns(timeout));
+    }
+    py::list out;
+    for (const auto& r : reports) {
+      py::dict d;
+      d["index"] = r.index;
+      d["finished"] = r.finished;
+      d["ok"] = r.ok;
+      d["kind"] = r.reply_kind;
+      d["reply"] = py::bytes(r.reply);
+      d["interpreter_id"] = r.interpreter_id;
+      out.append(d);
+    }
+    return out;
+  }
+
+  py::tuple submit(std::string target, const py::bytes& request, std::int64_t item_index,
+                   std::int64_t item_count, const py::object& owner, std::int64_t submitted_ns,
+                   std::int64_t serialize_ns) {
+    auto c = std::make_shared<core::call>(++m_next_id, std::move(target), std::string(request),
+                                          std::vector<core::buffer_view>{}, item_index, item_count);
+    c->timing.submitted_ns = submitted_ns;
+    c->timing.serialize_ns = serialize_ns;
+    if (!owner.is_none()) c->completion_owner = owner.inc_ref().ptr();
+    const auto result = m_pool->submit(c);
+    if (result != core::job_queue::push_result::queued) {
+      Py_XDECREF(std::exchange(c->completion_owner, nullptr));
+      const char* why = result == core::job_queue::push_result::closed ? "closed" : "broken";
+      return py::make_tuple(why, py::none());
+    }
+    return py::make_tuple("queued", call_handle(c));
+  }
+
+  bool cancel(call_handle& handle) { return m_pool->cancel(handle.get()); }
+
+  py::list close(bool cancel_pending, std::optional<double> timeout) {
+    std::vector<core::stuck_worker> stuck;
+    {
+      py::gil_scoped_release unlocked;
+      stuck = m_pool->close(cancel_pending, to_timeout_ns(timeout));
+    }
+    py::list out;
+    for (const auto& w : stuck) out.append(py::make_tuple(w.index, w.target, w.busy_seconds));
+    return out;
+  }
+
+  py::list status() const {
+    std::vector<core::worker_snapshot> snapshot;
+    {
+      py::gil_scoped_release unlocked;
+      snapshot = m_pool->status();
+    }
+    py::list out;
+    for (const auto& w : snapshot) {
+      py::dict d;
+      d["index"] = w.index;
+      d["state"] = core::to_string(w.state);
+      d["call_id"] = w.call_id;
+      d["target"] = w.target.empty() ? py::object(py::none()) : py::object(py::str(w.target));
+      d["item_index"] = w.item_index < 0 ? py::object(py::none()) : py::object(py::int_(w.item_index));
+      d["busy_seconds"] = w.busy_seconds;
+      d["calls_done"] = w.calls_done;
+      d["busy_seconds_total"] = w.busy_seconds_total;
+      d["detail"] = w.detail.empty() ? py::object(py::none()) : py::object(py::str(w.detail));
+      out.append(d);
+    }
+    return out;
+  }
+
+  py::list records(std::uint64_t since_id) const {
+    py::list out;
+    for (const auto& r : m_pool->records_since(since_id)) {
+      py::dict d;
+      d["id"] = r.id;
+      d["worker"] = r.worker_index;
+      d["target"] = r.target;
+      d["item_index"] = r.item_index < 0 ? py::object(py::none()) : py::object(py::int_(r.item_index));
+      d["item_count"] = r.item_count;
+      d["outcome"] = core::to_string(r.outcome);
+      d["reply_kind"] = r.reply_kind;
+      d["timing"] = timing_dict(r.timing);
+      out.append(d);
+    }
+    return out;
+  }
+
+  py::dict totals() const {
+    const auto t = m_pool->totals();
+    py::dict d;
+    d["calls"] = t.calls;
+    d["items"] = t.items;
+    d["replied"] = t.replied;
+    d["failed"] = t.failed;
+    d["queue_wait_ns"] = t.queue_wait_ns;
+    d["run_ns"] = t.run_ns;
+    d["serialize_ns"] = t.serialize_ns;
+    d["deserialize_ns"] = t.deserialize_ns;
+    d["result_serialize_ns"] = t.result_serialize_ns;
+    return d;
+  }
+
+  bool inject_fault(int index, const std::string& kind) {
+    if (kind == "exit_now") return m_pool->inject_fault(index, core::worker_fault::exit_now);
+    if (kind == "die_on_next_call") return m_pool->inject_fault(index, core::worker_fault::die_on_next_call);
+    throw py::value_error("unknown fault '" + kind + "': use 'exit_now' or 'die_on_next_call'");
+  }
+
+  core::pool& pool() { return *m_pool; }
+
+ private:
+  std::unique_ptr<core::pool> m_pool;
+  std::uint64_t m_next_id = 0;
+};
+
+}  // namespace
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "The C++ engine of interp-rpc.";
+  g_main_thread_ident = py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
 
   m.def(
       "build_info",
       [] {
-        const auto info = interp_rpc::core::get_build_info();
+        const auto info = core::get_build_info();
         py::dict d;
         d["interp_rpc"] = INTERP_RPC_VERSION;
         d["python"] = info.python_version;
@@ -25,4 +278,38 @@ PYBIND11_MODULE(_core, m) {
         return d;
       },
       "The versions interp-rpc's engine was compiled against.");
+
+  m.def("monotonic_ns", &core::now_ns, "The engine's clock (the same as time.monotonic_ns()).");
+
+  py::class_<call_handle>(m, "CallHandle")
+      .def("wait", &call_handle::wait, py::arg("timeout") = py::none(),
+           "Wait (GIL released) until the call finished; False on timeout.")
+      .def("claim", &call_handle::claim, "True for the one party that settles this call.")
+      .def("release_owner", &call_handle::release_owner)
+      .def_property_readonly("id", [](const call_handle& h) { return h.get()->id; })
+      .def_property_readonly("done", [](const call_handle& h) { return h.get()->done(); })
+      .def_property_readonly("outcome", [](const call_handle& h) { return core::to_string(h.get()->outcome()); })
+      .def_property_readonly("reply_kind", [](const call_handle& h) { return h.get()->reply_kind(); })
+      .def_property_readonly("reply", [](const call_handle& h) { return py::bytes(h.get()->reply()); })
+      .def_property_readonly("worker", [](const call_handle& h) { return h.get()->worker_index(); })
+      .def_property_readonly("timing", [](const call_handle& h) { return timing_dict(h.get()->timing); });
+
+  py::class_<engine>(m, "Engine")
+      .def(py::init<int, std::string, std::string, const py::bytes&>(), py::arg("workers"),
+           py::arg("bootstrap_source"), py::arg("bootstrap_filename"), py::arg("setup_request"))
+      .def("wait_ready", &engine::wait_ready, py::arg("timeout") = py::none())
+      .def("submit", &engine::submit, py::arg("target"), py::arg("request"),
+           py::arg("item_index") = -1, py::arg("item_count") = 1, py::arg("owner") = py::none(),
+           py::arg("submitted_ns") = 0, py::arg("serialize_ns") = 0)
+      .def("cancel", &engine::cancel, "Remove a call from the queue if it has not started.")
+      .def("close", &engine::close, py::arg("cancel_pending"), py::arg("timeout") = py::none())
+      .def("status", &engine::status)
+      .def("records", &engine::records, py::arg("since_id") = 0)
+      .def("totals", &engine::totals)
+      .def("inject_fault", &engine::inject_fault, py::arg("index"), py::arg("kind"))
+      .def_property_readonly("workers", [](engine& e) { return e.pool().workers(); })
+      .def_property_readonly("alive", [](engine& e) { return e.pool().alive(); })
+      .def_property_readonly("broken", [](engine& e) { return e.pool().broken(); })
+      .def_property_readonly("queued", [](engine& e) { return e.pool().queued(); })
+      .def_property_readonly("interpreter_ids", [](engine& e) { return e.pool().interpreter_ids(); });
 }

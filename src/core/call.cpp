@@ -1,0 +1,54 @@
+#include "core/call.hpp"
+
+#include <chrono>
+
+namespace interp_rpc::core {
+
+const char* to_string(call_outcome outcome) noexcept {
+  switch (outcome) {
+    case call_outcome::pending: return "pending";
+    case call_outcome::replied: return "replied";
+    case call_outcome::worker_died: return "worker_died";
+    case call_outcome::cancelled: return "cancelled";
+    case call_outcome::pool_broken: return "pool_broken";
+  }
+  return "unknown";
+}
+
+call::call(std::uint64_t id_, std::string target_, std::string request_,
+           std::vector<buffer_view> buffers_, std::int64_t item_index_, std::int64_t item_count_)
+    : id(id_),
+      target(std::move(target_)),
+      request(std::move(request_)),
+      buffers(std::move(buffers_)),
+      item_index(item_index_),
+      item_count(item_count_) {}
+
+bool call::complete(call_outcome outcome, int reply_kind, std::string reply, int worker_index) {
+  bool notify = false;
+  {
+    std::lock_guard lock(m_mutex);
+    if (m_outcome.load(std::memory_order_relaxed) != call_outcome::pending) return false;
+    m_reply_kind = reply_kind;
+    m_reply = std::move(reply);
+    m_worker_index = worker_index;
+    m_outcome.store(outcome, std::memory_order_release);
+    notify = m_has_waiters;
+  }
+  if (notify) m_cv.notify_all();
+  return true;
+}
+
+bool call::wait_for(std::int64_t timeout_ns) {
+  if (done()) return true;
+  std::unique_lock lock(m_mutex);
+  m_has_waiters = true;
+  const auto ready = [this] { return m_outcome.load(std::memory_order_relaxed) != call_outcome::pending; };
+  if (timeout_ns < 0) {
+    m_cv.wait(lock, ready);
+    return true;
+  }
+  return m_cv.wait_for(lock, std::chrono::nanoseconds(timeout_ns), ready);
+}
+
+}  // namespace interp_rpc::core

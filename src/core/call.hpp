@@ -1,0 +1,110 @@
+// One request to a worker and its reply: the unit the queue carries.
+//
+// A call is shared (std::shared_ptr) between the caller, the queue, the worker
+// and the completion thread, so it outlives whichever side finishes first.
+// The bytes in it are plain C++ data: no Python object ever crosses between
+// interpreters.
+#pragma once
+
+#include <Python.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace interp_rpc::core {
+
+// How a call ended, as far as the engine knows. What the worker's Python code
+// reported (returned, raised, bad target...) is in `reply_kind`.
+enum class call_outcome : std::uint8_t {
+  pending,       // not finished yet
+  replied,       // the worker ran it and sent a reply
+  worker_died,   // the worker running it (or about to) is gone
+  cancelled,     // removed from the queue before it ran (close(wait=False))
+  pool_broken,   // every worker died before it ran
+};
+
+const char* to_string(call_outcome outcome) noexcept;
+
+// A read-only window on caller-owned memory (a pickle protocol 5 out-of-band
+// buffer). The caller keeps the owner alive until the call is released.
+struct buffer_view {
+  const void* data;
+  Py_ssize_t size;
+};
+
+// Timestamps (monotonic ns, 0 = not reached) and costs of one call.
+struct call_timing {
+  std::int64_t submitted_ns = 0;   // caller: before serializing the request
+  std::int64_t enqueued_ns = 0;    // caller: request in the queue
+  std::int64_t started_ns = 0;     // worker: took it off the queue
+  std::int64_t finished_ns = 0;    // worker: reply ready
+  std::int64_t serialize_ns = 0;   // caller: pickling the request
+  std::int64_t deserialize_ns = 0; // worker: unpickling the request
+  std::int64_t result_serialize_ns = 0;  // worker: pickling the reply
+};
+
+class call {
+ public:
+  call(std::uint64_t id, std::string target, std::string request,
+       std::vector<buffer_view> buffers, std::int64_t item_index, std::int64_t item_count);
+  call(const call&) = delete;
+  call& operator=(const call&) = delete;
+
+  const std::uint64_t id;
+  const std::string target;          // what the status board shows
+  const std::string request;         // the pickled request
+  const std::vector<buffer_view> buffers;
+  const std::int64_t item_index;     // first item of a map chunk, or -1
+  const std::int64_t item_count;     // items in the chunk (1 for a single call)
+
+  call_timing timing;
+
+  // --- completion (written once, by whoever finishes the call) --------------
+  // Records the reply and wakes waiters. Returns false if already completed.
+  bool complete(call_outcome outcome, int reply_kind, std::string reply, int worker_index);
+  bool done() const noexcept { return m_outcome.load(std::memory_order_acquire) != call_outcome::pending; }
+  // Blocks until done or until `timeout_ns` passed (< 0: no limit). The caller
+  // must not hold any GIL. Returns done().
+  bool wait_for(std::int64_t timeout_ns);
+
+  // Valid once done().
+  call_outcome outcome() const noexcept { return m_outcome.load(std::memory_order_acquire); }
+  int reply_kind() const noexcept { return m_reply_kind; }
+  const std::string& reply() const noexcept { return m_reply; }
+  int worker_index() const noexcept { return m_worker_index; }
+
+  // --- settling: exactly one party turns the reply into a Python result ------
+  // The first try_claim() wins: the caller that waited, or the completion
+  // thread. Both run in the main interpreter.
+  bool try_claim() noexcept { return !m_claimed.exchange(true, std::memory_order_acq_rel); }
+  bool claimed() const noexcept { return m_claimed.load(std::memory_order_acquire); }
+
+  // A caller is blocked in wait_for() and will settle the call itself; the
+  // completion thread then leaves it alone (see pool::completion_loop).
+  std::atomic<bool> direct_waiter{false};
+
+  // A main-interpreter object the completion thread must call back once the
+  // call is done (futures, buffers to release). Owned strong reference;
+  // touched only with the main GIL. Null when nobody needs a callback.
+  PyObject* completion_owner = nullptr;
+
+ private:
+  std::atomic<call_outcome> m_outcome{call_outcome::pending};
+  int m_reply_kind = 0;
+  std::string m_reply;
+  int m_worker_index = -1;
+  std::atomic<bool> m_claimed{false};
+
+  std::mutex m_mutex;
+  std::condition_variable m_cv;
+  bool m_has_waiters = false;
+};
+
+using call_ptr = std::shared_ptr<call>;
+
+}  // namespace interp_rpc::core

@@ -1,0 +1,47 @@
+// The queue every worker takes its calls from (many producers, many consumers).
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <vector>
+
+#include "core/call.hpp"
+
+namespace interp_rpc::core {
+
+class job_queue {
+ public:
+  enum class push_result { queued, closed, broken };
+
+  push_result push(call_ptr c);
+  // Blocks until a call is available, or returns null once the queue is
+  // stopped and empty, or as soon as `wake_up()` was called.
+  call_ptr pop();
+  // Makes blocked pop() calls return so their workers can look at their
+  // control flags. Does not lose queued calls.
+  void wake_up();
+
+  // Takes a call out of the queue if it is still there (not started).
+  bool remove(const call_ptr& c);
+
+  // No new calls are accepted; queued calls still run (close(wait=True)).
+  void close();
+  // Stop accepting, and hand back every queued call.
+  std::vector<call_ptr> close_and_drain();
+  // Every worker is gone: refuse everything and hand back what was queued.
+  std::vector<call_ptr> break_and_drain();
+
+  std::size_t size() const;
+  bool closed() const;
+
+ private:
+  mutable std::mutex m_mutex;
+  std::condition_variable m_cv;
+  std::deque<call_ptr> m_calls;
+  bool m_closed = false;
+  bool m_broken = false;
+  unsigned m_wakeups = 0;
+};
+
+}  // namespace interp_rpc::core

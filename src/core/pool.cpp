@@ -1,0 +1,429 @@
+#include "core/pool.hpp"
+
+#include <chrono>
+
+#include "core/clock.hpp"
+#include "core/python_ref.hpp"
+#include "core/subinterpreter.hpp"
+
+namespace interp_rpc::core {
+
+namespace {
+
+// Reply kinds the engine itself produces. The worker's Python code defines
+// the rest (interp_rpc/_protocol.py); 0 always means success.
+constexpr int reply_ok = 0;
+constexpr int reply_engine_error = 100;  // the bootstrap itself failed
+
+// The current Python exception of this thread's interpreter, formatted the
+// way the traceback module would, and cleared.
+std::string take_python_error() {
+  py_ref exc = py_ref::steal(PyErr_GetRaisedException());
+  if (!exc) return "unknown error";
+  std::string text;
+  py_ref traceback = py_ref::steal(PyImport_ImportModule("traceback"));
+  if (traceback) {
+    py_ref lines = py_ref::steal(
+        PyObject_CallMethod(traceback.get(), "format_exception", "O", exc.get()));
+    py_ref empty = py_ref::steal(PyUnicode_FromString(""));
+    py_ref joined = lines && empty ? py_ref::steal(PyUnicode_Join(empty.get(), lines.get())) : py_ref();
+    if (joined) {
+      Py_ssize_t size = 0;
+      const char* utf8 = PyUnicode_AsUTF8AndSize(joined.get(), &size);
+      if (utf8 != nullptr) text.assign(utf8, static_cast<std::size_t>(size));
+    }
+  }
+  if (text.empty()) {
+    PyErr_Clear();
+    py_ref str = py_ref::steal(PyObject_Str(exc.get()));
+    const char* utf8 = str ? PyUnicode_AsUTF8(str.get()) : nullptr;
+    text = utf8 != nullptr ? utf8 : "unprintable error";
+  }
+  PyErr_Clear();
+  return text;
+}
+
+py_ref read_only_view(const void* data, std::size_t size) {
+  return py_ref::steal(PyMemoryView_FromMemory(const_cast<char*>(static_cast<const char*>(data)),
+                                               static_cast<Py_ssize_t>(size), PyBUF_READ));
+}
+
+// Reads a (kind: int, reply: bytes, *costs: int) tuple returned by the
+// worker's Python code.
+bool read_reply(PyObject* result, int& kind, std::string& reply, std::int64_t* costs,
+                std::size_t n_costs) {
+  if (!PyTuple_Check(result) || PyTuple_GET_SIZE(result) != static_cast<Py_ssize_t>(2 + n_costs)) {
+    return false;
+  }
+  PyObject* bytes = PyTuple_GET_ITEM(result, 1);
+  if (!PyBytes_Check(bytes)) return false;
+  kind = static_cast<int>(PyLong_AsLong(PyTuple_GET_ITEM(result, 0)));
+  reply.assign(PyBytes_AS_STRING(bytes), static_cast<std::size_t>(PyBytes_GET_SIZE(bytes)));
+  for (std::size_t i = 0; i < n_costs; ++i) {
+    costs[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(result, static_cast<Py_ssize_t>(2 + i)));
+  }
+  return !PyErr_Occurred();
+}
+
+// Runs the bootstrap source in a fresh module of this interpreter and calls
+// its setup(). Returns the module's execute() on success.
+py_ref bootstrap(const pool_options& options, int& kind, std::string& reply) {
+  py_ref module = py_ref::steal(PyModule_New("_interp_rpc_worker"));
+  if (!module) {
+    kind = reply_engine_error;
+    reply = take_python_error();
+    return {};
+  }
+  PyObject* globals = PyModule_GetDict(module.get());
+  py_ref filename = py_ref::steal(PyUnicode_FromString(options.bootstrap_filename.c_str()));
+  py_ref code = py_ref::steal(Py_CompileString(options.bootstrap_source.c_str(),
+                                               options.bootstrap_filename.c_str(), Py_file_input));
+  if (!filename || !code || PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins()) < 0 ||
+      PyDict_SetItemString(globals, "__file__", filename.get()) < 0 ||
+      PyDict_SetItemString(PyImport_GetModuleDict(), "_interp_rpc_worker", module.get()) < 0) {
+    kind = reply_engine_error;
+    reply = take_python_error();
+    return {};
+  }
+  py_ref ran = py_ref::steal(PyEval_EvalCode(code.get(), globals, globals));
+  PyObject* setup = ran ? PyDict_GetItemString(globals, "setup") : nullptr;
+  PyObject* execute = ran ? PyDict_GetItemString(globals, "execute") : nullptr;
+  if (setup == nullptr || execute == nullptr) {
+    kind = reply_engine_error;
+    reply = ran ? "the worker bootstrap defines no setup() or execute()" : take_python_error();
+    return {};
+  }
+  py_ref config = read_only_view(options.setup_request.data(), options.setup_request.size());
+  py_ref result = config ? py_ref::steal(PyObject_CallOneArg(setup, config.get())) : py_ref();
+  if (config) py_ref::steal(PyObject_CallMethod(config.get(), "release", nullptr));
+  if (!result || !read_reply(result.get(), kind, reply, nullptr, 0)) {
+    kind = reply_engine_error;
+    reply = take_python_error();
+    return {};
+  }
+  if (kind != reply_ok) return {};
+  return py_ref::borrow(execute);
+}
+
+// Runs one call through execute(request, buffers). Never leaves a Python
+// error set.
+void run_call(PyObject* execute, call& c, int& kind, std::string& reply) {
+  py_ref request = read_only_view(c.request.data(), c.request.size());
+  py_ref buffers = py_ref::steal(PyList_New(static_cast<Py_ssize_t>(c.buffers.size())));
+  bool ok = request && buffers;
+  for (std::size_t i = 0; ok && i < c.buffers.size(); ++i) {
+    py_ref view = read_only_view(c.buffers[i].data, static_cast<std::size_t>(c.buffers[i].size));
+    ok = static_cast<bool>(view);
+    if (ok) PyList_SET_ITEM(buffers.get(), static_cast<Py_ssize_t>(i), view.release());
+  }
+  std::int64_t costs[2] = {0, 0};
+  py_ref result = ok ? py_ref::steal(PyObject_CallFunctionObjArgs(execute, request.get(),
+                                                                  buffers.get(), nullptr))
+                     : py_ref();
+  if (!result || !read_reply(result.get(), kind, reply, costs, 2)) {
+    kind = reply_engine_error;
+    reply = take_python_error();
+  }
+  c.timing.deserialize_ns = costs[0];
+  c.timing.result_serialize_ns = costs[1];
+  // The views point into memory the caller frees once the call is released:
+  // make any view the target kept unusable.
+  if (request) py_ref::steal(PyObject_CallMethod(request.get(), "release", nullptr));
+  if (buffers) {
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(buffers.get()); ++i) {
+      PyObject* view = PyList_GET_ITEM(buffers.get(), i);
+      if (view != nullptr) py_ref::steal(PyObject_CallMethod(view, "release", nullptr));
+    }
+  }
+  PyErr_Clear();
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- shared state
+
+pool::shared_state::shared_state(pool_options options_, completion_callback on_complete_)
+    : options(std::move(options_)),
+      on_complete(std::move(on_complete_)),
+      board_ptr(std::make_shared<status_board>(options.workers)),
+      board(*board_ptr),
+      log(options.call_log_capacity),
+      init(static_cast<std::size_t>(options.workers)),
+      exited(static_cast<std::size_t>(options.workers), false),
+      interpreter_ids(static_cast<std::size_t>(options.workers), -1),
+      alive(options.workers),
+      faults(static_cast<std::size_t>(options.workers), worker_fault::none) {
+  for (int i = 0; i < options.workers; ++i) init[static_cast<std::size_t>(i)].index = i;
+}
+
+void pool::shared_state::finish(const call_ptr& c, call_outcome outcome, int reply_kind,
+                                std::string reply, int worker_index) {
+  if (c->done()) return;  // queue removal makes every path exclusive; this is a guard
+  if (c->timing.finished_ns == 0) c->timing.finished_ns = now_ns();
+  // Log before waking the caller, so stats() read right after a call sees it.
+  log.add(*c, outcome, reply_kind, worker_index);
+  if (!c->complete(outcome, reply_kind, std::move(reply), worker_index)) return;
+  if (c->completion_owner == nullptr) return;
+  {
+    std::lock_guard lock(completion_mutex);
+    completions.push_back(c);
+  }
+  completion_cv.notify_one();
+}
+
+void pool::shared_state::worker_died(int index, const std::string& detail) {
+  board.mark_dead(index, detail);
+  bool now_broken = false;
+  {
+    std::lock_guard lock(mutex);
+    alive -= 1;
+    now_broken = alive == 0;
+  }
+  if (now_broken) {
+    broken.store(true);
+    for (const call_ptr& c : queue.break_and_drain()) {
+      finish(c, call_outcome::pool_broken, 0, "every worker of the pool has died", -1);
+    }
+  }
+  changed.notify_all();
+}
+
+worker_fault pool::shared_state::take_fault(int index) {
+  std::lock_guard lock(mutex);
+  return std::exchange(faults[static_cast<std::size_t>(index)], worker_fault::none);
+}
+
+// ---------------------------------------------------------------- threads
+
+void pool::worker_main(std::shared_ptr<shared_state> shared, int index) {
+  shared_state& s = *shared;
+  const auto slot = static_cast<std::size_t>(index);
+  bool died = false;
+  std::string death;
+  {
+    main_thread_state main(s.options.main_interpreter);
+    own_subinterpreter interp(main);
+    if (!interp.ok()) {
+      std::lock_guard lock(s.mutex);
+      s.init[slot].finished = true;
+      s.init[slot].reply_kind = reply_engine_error;
+      s.init[slot].reply = "could not create the subinterpreter: " + interp.error();
+      died = true;
+      death = s.init[slot].reply;
+    } else {
+      int kind = reply_ok;
+      std::string reply;
+      py_ref execute = bootstrap(s.options, kind, reply);
+      {
+        std::lock_guard lock(s.mutex);
+        s.interpreter_ids[slot] = interp.id();
+        init_report& r = s.init[slot];
+        r.finished = true;
+        r.ok = static_cast<bool>(execute);
+        r.reply_kind = kind;
+        r.reply = reply;
+        r.interpreter_id = interp.id();
+      }
+      s.changed.notify_all();
+      if (!execute) {
+        died = true;
+        death = "setup failed";
+      } else {
+        s.board.set_state(index, worker_state::idle);
+      }
+      while (!died) {
+        const worker_fault fault = s.take_fault(index);
+        if (fault == worker_fault::exit_now) {
+          died = true;
+          death = "its thread failed (injected fault: exit_now)";
+          break;
+        }
+        call_ptr c;
+        {
+          gil_released unlocked;
+          c = s.queue.pop();
+        }
+        if (!c) {
+          std::lock_guard lock(s.mutex);
+          const bool fault_pending = s.faults[slot] != worker_fault::none;
+          if (!fault_pending && (s.queue.closed() || s.broken.load())) break;
+          continue;
+        }
+        if (fault == worker_fault::die_on_next_call) {
+          died = true;
+          death = "its thread failed while running a call (injected fault: die_on_next_call)";
+          s.finish(c, call_outcome::worker_died, 0, "worker " + std::to_string(index) + " died: " + death, index);
+          break;
+        }
+        c->timing.started_ns = now_ns();
+        s.board.begin_call(index, c->id, c->target, c->item_index, c->timing.started_ns);
+        int call_kind = reply_ok;
+        std::string call_reply;
+        run_call(execute.get(), *c, call_kind, call_reply);
+        c->timing.finished_ns = now_ns();
+        s.board.end_call(index, c->timing.finished_ns);
+        s.finish(c, call_outcome::replied, call_kind, std::move(call_reply), index);
+      }
+    }
+    // Leaving this scope ends the interpreter, then re-attaches and deletes
+    // the main thread state: both need the main GIL, which the thread that
+    // waits for us (close()) does not hold.
+  }
+  if (died) {
+    s.worker_died(index, death);
+  } else {
+    s.board.set_state(index, worker_state::stopped);
+  }
+  {
+    std::lock_guard lock(s.mutex);
+    s.exited[slot] = true;
+  }
+  s.changed.notify_all();
+}
+
+void pool::completion_main(std::shared_ptr<shared_state> shared) {
+  shared_state& s = *shared;
+  std::vector<call_ptr> batch;
+  while (true) {
+    {
+      std::unique_lock lock(s.completion_mutex);
+      s.completion_cv.wait(lock, [&] { return !s.completions.empty() || s.completion_stop; });
+      if (s.completions.empty()) return;
+      batch.assign(std::make_move_iterator(s.completions.begin()),
+                   std::make_move_iterator(s.completions.end()));
+      s.completions.clear();
+    }
+    s.on_complete(batch);
+    batch.clear();
+  }
+}
+
+// ---------------------------------------------------------------- pool
+
+pool::pool(pool_options options, completion_callback on_complete)
+    : m_shared(std::make_shared<shared_state>(std::move(options), std::move(on_complete))) {
+  const int n = m_shared->options.workers;
+  m_threads.reserve(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) m_threads.emplace_back(&pool::worker_main, m_shared, i);
+  m_completion_thread = std::thread(&pool::completion_main, m_shared);
+}
+
+pool::~pool() {
+  // May run with the main GIL held, so it must not wait for any thread:
+  // workers exit on their own once the queue is closed.
+  shared_state& s = *m_shared;
+  for (const call_ptr& c : s.queue.close_and_drain()) {
+    s.finish(c, call_outcome::cancelled, 0, "the pool was destroyed before the call ran", -1);
+  }
+  {
+    std::lock_guard lock(s.completion_mutex);
+    s.completion_stop = true;
+  }
+  s.completion_cv.notify_all();
+  for (auto& t : m_threads) {
+    if (t.joinable()) t.detach();
+  }
+  if (m_completion_thread.joinable()) m_completion_thread.detach();
+}
+
+std::vector<init_report> pool::wait_ready(std::int64_t timeout_ns) {
+  shared_state& s = *m_shared;
+  std::unique_lock lock(s.mutex);
+  const auto all_finished = [&] {
+    for (const auto& r : s.init) {
+      if (!r.finished) return false;
+    }
+    return true;
+  };
+  if (timeout_ns < 0) {
+    s.changed.wait(lock, all_finished);
+  } else {
+    s.changed.wait_for(lock, std::chrono::nanoseconds(timeout_ns), all_finished);
+  }
+  return s.init;
+}
+
+job_queue::push_result pool::submit(const call_ptr& c) {
+  c->timing.enqueued_ns = now_ns();
+  return m_shared->queue.push(c);
+}
+
+bool pool::cancel(const call_ptr& c) {
+  if (!m_shared->queue.remove(c)) return false;
+  m_shared->finish(c, call_outcome::cancelled, 0, "the call was cancelled before it ran", -1);
+  return true;
+}
+
+std::vector<stuck_worker> pool::close(bool cancel_pending, std::int64_t timeout_ns) {
+  shared_state& s = *m_shared;
+  if (cancel_pending) {
+    for (const call_ptr& c : s.queue.close_and_drain()) {
+      s.finish(c, call_outcome::cancelled, 0, "the pool was closed before the call ran", -1);
+    }
+  } else {
+    s.queue.close();
+  }
+  {
+    std::unique_lock lock(s.mutex);
+    const auto all_exited = [&] {
+      for (bool e : s.exited) {
+        if (!e) return false;
+      }
+      return true;
+    };
+    if (timeout_ns < 0) {
+      s.changed.wait(lock, all_exited);
+    } else {
+      s.changed.wait_for(lock, std::chrono::nanoseconds(timeout_ns), all_exited);
+    }
+  }
+  std::vector<stuck_worker> stuck;
+  const auto snapshot = s.board.snapshot();
+  for (std::size_t i = 0; i < m_threads.size(); ++i) {
+    bool exited = false;
+    {
+      std::lock_guard lock(s.mutex);
+      exited = s.exited[i];
+    }
+    if (exited) {
+      if (m_threads[i].joinable()) m_threads[i].join();
+    } else {
+      const auto& w = snapshot[i];
+      stuck.push_back({static_cast<int>(i), w.target, w.busy_seconds});
+    }
+  }
+  if (stuck.empty() && m_completion_thread.joinable()) {
+    {
+      std::lock_guard lock(s.completion_mutex);
+      s.completion_stop = true;
+    }
+    s.completion_cv.notify_all();
+    m_completion_thread.join();
+  }
+  return stuck;
+}
+
+std::shared_ptr<const status_board> pool::status_board_ptr() const { return m_shared->board_ptr; }
+
+int pool::alive() const {
+  std::lock_guard lock(m_shared->mutex);
+  return m_shared->alive;
+}
+
+std::vector<std::int64_t> pool::interpreter_ids() const {
+  std::lock_guard lock(m_shared->mutex);
+  return m_shared->interpreter_ids;
+}
+
+bool pool::inject_fault(int index, worker_fault fault) {
+  if (index < 0 || index >= workers()) return false;
+  {
+    std::lock_guard lock(m_shared->mutex);
+    if (m_shared->exited[static_cast<std::size_t>(index)]) return false;
+    m_shared->faults[static_cast<std::size_t>(index)] = fault;
+  }
+  m_shared->queue.wake_up();
+  return true;
+}
+
+}  // namespace interp_rpc::core

@@ -1,0 +1,151 @@
+// The engine: N worker threads, each attached for its whole life to its own
+// subinterpreter (own GIL), fed from one queue.
+//
+// Threading rules (see README "How the engine works"):
+//   - Workers run Python only in their own interpreter, through the Python
+//     code in `bootstrap_source` (interp_rpc/_worker.py), which defines
+//     `setup(config: memoryview) -> (kind, bytes)` and
+//     `execute(request: memoryview, buffers: list) -> (kind, bytes, ns, ns)`.
+//   - Methods marked "blocking" must be called without any GIL held: workers
+//     take the main GIL when they start and when they exit.
+//   - The completion thread calls `on_complete` for finished calls that have a
+//     `completion_owner`; that callback takes the main GIL itself.
+#pragma once
+
+#include <Python.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/call.hpp"
+#include "core/call_log.hpp"
+#include "core/job_queue.hpp"
+#include "core/status_board.hpp"
+
+namespace interp_rpc::core {
+
+struct pool_options {
+  int workers = 4;
+  PyInterpreterState* main_interpreter = nullptr;
+  std::string bootstrap_source;    // Python source run in each new interpreter
+  std::string bootstrap_filename;  // shown in tracebacks from that source
+  std::string setup_request;       // passed to setup() (pickled by the caller)
+  std::size_t call_log_capacity = 16384;
+};
+
+// How one worker's start-up went.
+struct init_report {
+  int index = 0;
+  bool finished = false;   // false: still running when wait_ready timed out
+  bool ok = false;
+  int reply_kind = 0;      // setup()'s kind when it ran
+  std::string reply;       // setup()'s reply, or an engine message
+  std::int64_t interpreter_id = -1;
+};
+
+// A worker still running a call when close() gave up waiting.
+struct stuck_worker {
+  int index;
+  std::string target;
+  double busy_seconds;
+};
+
+// Test hooks (interp_rpc.testing): make a worker fail the way a broken
+// thread would.
+enum class worker_fault : std::uint8_t {
+  none,
+  exit_now,          // the worker's thread ends as soon as it is idle
+  die_on_next_call,  // the worker takes its next call and dies holding it
+};
+
+using completion_callback = std::function<void(std::vector<call_ptr>&)>;
+
+class pool {
+ public:
+  pool(pool_options options, completion_callback on_complete);
+  pool(const pool&) = delete;
+  pool& operator=(const pool&) = delete;
+  // Never waits: cancels what is queued and detaches every thread still
+  // running. Call close() first for an orderly stop.
+  ~pool();
+
+  // Blocking. Waits until every worker finished setup() or the timeout passed.
+  std::vector<init_report> wait_ready(std::int64_t timeout_ns);
+
+  job_queue::push_result submit(const call_ptr& c);
+  // Fails a call as cancelled if no worker has taken it yet.
+  bool cancel(const call_ptr& c);
+
+  // Blocking. Stops accepting calls; with cancel_pending, fails queued calls as
+  // cancelled. Waits up to timeout_ns (< 0: forever) for workers to exit and
+  // returns those that did not. Safe to call more than once.
+  std::vector<stuck_worker> close(bool cancel_pending, std::int64_t timeout_ns);
+
+  std::vector<worker_snapshot> status() const { return m_shared->board.snapshot(); }
+  std::shared_ptr<const status_board> status_board_ptr() const;
+  std::vector<call_record> records_since(std::uint64_t first_id) const {
+    return m_shared->log.records_since(first_id);
+  }
+  call_totals totals() const { return m_shared->log.totals(); }
+  void clear_records() { m_shared->log.clear(); }
+  std::size_t queued() const { return m_shared->queue.size(); }
+  int workers() const noexcept { return static_cast<int>(m_threads.size()); }
+  int alive() const;
+  bool broken() const noexcept { return m_shared->broken.load(); }
+  std::vector<std::int64_t> interpreter_ids() const;
+
+  bool inject_fault(int index, worker_fault fault);
+
+ private:
+  // Everything a worker thread touches, shared so that a worker stuck past
+  // close() (and detached) never outlives it.
+  struct shared_state {
+    shared_state(pool_options options, completion_callback on_complete);
+
+    const pool_options options;
+    const completion_callback on_complete;
+    job_queue queue;
+    std::shared_ptr<status_board> board_ptr;
+    status_board& board;
+    call_log log;
+    std::atomic<bool> broken{false};
+
+    std::mutex mutex;  // guards everything below
+    std::condition_variable changed;
+    std::vector<init_report> init;
+    std::vector<bool> exited;
+    std::vector<std::int64_t> interpreter_ids;
+    int alive;
+    std::vector<worker_fault> faults;
+
+    std::mutex completion_mutex;
+    std::condition_variable completion_cv;
+    std::deque<call_ptr> completions;
+    bool completion_stop = false;
+
+    // Records the outcome, wakes the caller and queues the completion
+    // callback when the call has an owner.
+    void finish(const call_ptr& c, call_outcome outcome, int reply_kind, std::string reply,
+                int worker_index);
+    void worker_died(int index, const std::string& detail);
+    worker_fault take_fault(int index);
+  };
+
+  static void worker_main(std::shared_ptr<shared_state> shared, int index);
+  static void completion_main(std::shared_ptr<shared_state> shared);
+
+  std::shared_ptr<shared_state> m_shared;
+  std::vector<std::thread> m_threads;
+  std::thread m_completion_thread;
+};
+
+}  // namespace interp_rpc::core

@@ -1,0 +1,195 @@
+"""The errors interp-rpc raises. Every one of them is an InterpRpcError."""
+
+from __future__ import annotations
+
+SHAREABLE_VALUES_HELP = (
+    "Shareable values: str, bytes, bytearray, memoryview, int, float, complex, bool, None, "
+    "and any nesting of list, tuple, dict, set and frozenset built from those, plus "
+    "instances of classes that the worker can import under the same qualified name. "
+    "Define such classes at module level in a module that the pool's init= imports "
+    "(not inside a function, and not in a notebook cell); functions, lambdas, locks, "
+    "open files, sockets and generators do not cross."
+)
+
+SUBINTERPRETER_EXTENSION_HELP = (
+    "This C extension module was not built for isolated subinterpreters: it does not "
+    "declare Py_mod_multiple_interpreters support, so Python refuses to import it in an "
+    "interpreter with its own GIL. This is a limitation of that extension, not of your "
+    "code (numpy, pyzmq and psutil refuse today). Import it only in the main interpreter, "
+    "or run the code that needs it in a process pool."
+)
+
+
+class InterpRpcError(Exception):
+    """Base class of every error interp-rpc raises."""
+
+
+class RemoteError(InterpRpcError):
+    """The target raised an exception inside a worker.
+
+    The original exception object cannot cross the interpreter boundary, only
+    its description does, so ``isinstance(err, YourError)`` is False: branch on
+    ``remote_type_name`` (and ``remote_module``) instead.
+    """
+
+    def __init__(
+        self,
+        *,
+        remote_type_name: str,
+        remote_module: str,
+        remote_message: str,
+        remote_traceback: str,
+        remote_qualname: str | None = None,
+        target: str | None = None,
+        worker: int | None = None,
+        item_index: int | None = None,
+    ) -> None:
+        self.remote_type_name = remote_type_name
+        self.remote_module = remote_module
+        self.remote_message = remote_message
+        self.remote_traceback = remote_traceback
+        self.remote_qualname = remote_qualname or remote_type_name
+        self.target = target
+        self.worker = worker
+        self.item_index = item_index
+        super().__init__(self._describe())
+
+    @property
+    def remote_type(self) -> str:
+        """The remote exception's fully qualified class name."""
+        if self.remote_module == "builtins":
+            return self.remote_qualname
+        return f"{self.remote_module}.{self.remote_qualname}"
+
+    def _describe(self) -> str:
+        where = []
+        if self.worker is not None:
+            where.append(f"worker {self.worker}")
+        if self.target is not None:
+            where.append(f"target {self.target!r}")
+        if self.item_index is not None:
+            where.append(f"item {self.item_index}")
+        origin = f" ({', '.join(where)})" if where else ""
+        head = self.remote_type
+        if self.remote_message:
+            head += f": {self.remote_message}"
+        return f"{head}\n\nRemote traceback{origin}:\n{self.remote_traceback.rstrip()}"
+
+
+class ShareabilityError(InterpRpcError, TypeError):
+    """A value cannot cross the interpreter boundary; raised before dispatch for
+    arguments, and in the caller for return values (the worker survives)."""
+
+    def __init__(
+        self, argument_path: str, value_type: str, reason: str, *, item_index: int | None = None
+    ) -> None:
+        self.argument_path = argument_path
+        self.value_type = value_type
+        self.reason = reason
+        self.item_index = item_index
+        prefix = f"item {item_index}: " if item_index is not None else ""
+        super().__init__(
+            f"{prefix}{argument_path} is not shareable across the interpreter boundary: "
+            f"a value of type {value_type!r} was rejected ({reason}).\n{SHAREABLE_VALUES_HELP}"
+        )
+
+
+class TargetResolutionError(InterpRpcError, LookupError):
+    """The target cannot be resolved, or cannot be sent by reference."""
+
+    def __init__(self, message: str, *, target: str, failed_part: str | None = None) -> None:
+        self.target = target
+        self.failed_part = failed_part
+        super().__init__(message)
+
+
+class CallTimeoutError(InterpRpcError, TimeoutError):
+    """A call did not finish in time. Only the wait stopped: the call goes on
+    running in its worker (a subinterpreter cannot be killed), and that worker
+    stays busy until the call returns."""
+
+    def __init__(
+        self,
+        target: str,
+        timeout: float,
+        *,
+        worker: int | None = None,
+        running_seconds: float | None = None,
+        completed: int | None = None,
+        total: int | None = None,
+    ) -> None:
+        self.target = target
+        self.timeout = timeout
+        self.worker = worker
+        self.running_seconds = running_seconds
+        self.completed = completed
+        self.total = total
+        message = f"call to {target!r} did not finish within {timeout:g} s"
+        if completed is not None and total is not None:
+            message = (f"map of {target!r} did not finish within {timeout:g} s "
+                       f"({completed} of {total} items done)")
+        if worker is not None and running_seconds is not None:
+            message += f"; worker {worker} is still running it ({running_seconds:.1f} s so far)"
+        elif worker is None and completed is None:
+            message += "; it is still queued"
+        message += ". The call was not stopped: subinterpreters cannot be interrupted."
+        super().__init__(message)
+
+
+class WorkerDiedError(InterpRpcError):
+    """The worker that ran (or was about to run) the call is gone."""
+
+    def __init__(self, target: str, detail: str) -> None:
+        self.target = target
+        self.detail = detail
+        super().__init__(f"call to {target!r} failed: {detail}")
+
+
+class PoolBrokenError(InterpRpcError):
+    """Every worker of the pool has died; nothing is left to run calls."""
+
+
+class PoolClosedError(InterpRpcError):
+    """The pool was closed before the call could run."""
+
+
+class WorkerInitFailure:
+    """Why one worker did not start: its init= raised, or did not finish in time."""
+
+    def __init__(
+        self, worker: int, *, timed_out: bool, error: RemoteError | None, detail: str = ""
+    ) -> None:
+        self.worker = worker
+        self.timed_out = timed_out
+        self.error = error
+        self.detail = detail
+        self.refused_extension = error is not None and (
+            "does not support loading in subinterpreters" in error.remote_message
+        )
+
+    def __str__(self) -> str:
+        if self.timed_out:
+            return f"worker {self.worker}: init did not finish in time"
+        if self.error is None:
+            return f"worker {self.worker}: {self.detail}"
+        text = f"worker {self.worker}: init raised {self.error}"
+        if self.refused_extension:
+            text += f"\n\n{SUBINTERPRETER_EXTENSION_HELP}"
+        return text
+
+    def __repr__(self) -> str:
+        return f"<WorkerInitFailure worker={self.worker} timed_out={self.timed_out}>"
+
+
+class PoolInitError(InterpRpcError):
+    """init= failed or timed out in one or more workers; every worker was torn down."""
+
+    def __init__(self, failures: list[WorkerInitFailure], *, init_timeout: float | None) -> None:
+        self.failures = failures
+        self.init_timeout = init_timeout
+        timed_out = [f.worker for f in failures if f.timed_out]
+        summary = f"{len(failures)} worker(s) failed to start"
+        if timed_out and init_timeout is not None:
+            summary += f" (init_timeout={init_timeout:g} s)"
+        details = "\n\n".join(str(f) for f in failures)
+        super().__init__(f"{summary}:\n\n{details}")

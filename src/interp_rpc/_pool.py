@@ -1,0 +1,561 @@
+"""InterpreterPool: the Python face of the C++ engine."""
+
+from __future__ import annotations
+
+import atexit
+import math
+import os
+import sys
+import threading
+import time
+import warnings
+import weakref
+from collections.abc import Callable, Iterable
+from concurrent.futures import CancelledError, Executor, Future
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Self
+
+from interp_rpc import _targets, _wire
+from interp_rpc._errors import (
+    CallTimeoutError,
+    InterpRpcError,
+    PoolBrokenError,
+    PoolClosedError,
+    PoolInitError,
+    RemoteError,
+    ShareabilityError,
+    TargetResolutionError,
+    WorkerDiedError,
+    WorkerInitFailure,
+)
+
+try:
+    from interp_rpc import _core
+
+    _ENGINE_UNAVAILABLE: str | None = None
+except ImportError as exc:
+    # In a worker (a script's __main__ imported there, or init= code), the
+    # package imports but its engine does not: it runs in the main
+    # interpreter only. Anything else is a broken installation.
+    if "does not support loading in subinterpreters" not in str(exc):
+        raise
+    _ENGINE_UNAVAILABLE = (
+        "InterpreterPool can only be created in the main interpreter, not inside a worker "
+        "(if a script creates a pool at module level, put that code under "
+        "'if __name__ == \"__main__\":', since workers import the script's module)"
+    )
+
+_WORKER_SOURCE = Path(__file__).with_name("_worker.py")
+
+#: How long, at interpreter exit, a pool that is still open waits for running
+#: calls before giving up on them (queued calls are cancelled at once).
+EXIT_TIMEOUT = 1.0
+
+# Adaptive chunking of map(): aim for this many chunks per worker, so work
+# stays balanced, without sending more than this many items in one request.
+_CHUNKS_PER_WORKER = 8
+_MAX_CHUNK = 512
+
+
+@dataclass(frozen=True)
+class WorkerStatus:
+    """One worker, as the engine's status board saw it (read without any GIL)."""
+
+    index: int
+    state: str  # "starting", "idle", "busy", "dead" or "stopped"
+    target: str | None  # the running call's target
+    item_index: int | None  # the running map item (first of its chunk)
+    busy_seconds: float  # how long the running call has taken so far
+    calls_done: int
+    busy_seconds_total: float
+    detail: str | None  # why a dead worker died
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """One finished request (a call, or a chunk of a map), for profiling.
+
+    Times are ``time.monotonic_ns()`` values; costs are in nanoseconds.
+    """
+
+    id: int
+    worker: int
+    target: str
+    item_index: int | None
+    item_count: int
+    outcome: str
+    submitted_ns: int
+    enqueued_ns: int
+    started_ns: int
+    finished_ns: int
+    serialize_ns: int
+    deserialize_ns: int
+    result_serialize_ns: int
+
+
+@dataclass(frozen=True)
+class PoolStats:
+    """Totals since the pool started."""
+
+    calls: int  # requests finished (a map chunk is one request)
+    items: int  # items in them
+    replied: int
+    failed: int  # died, cancelled or broken
+    queue_wait_seconds: float
+    run_seconds: float
+    serialize_seconds: float
+    deserialize_seconds: float
+    result_serialize_seconds: float
+
+
+def _main_module_spec() -> dict[str, str] | None:
+    """How workers can import the caller's __main__, as multiprocessing's spawn
+    would; None when there is nothing to import (REPL, notebook, -c)."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    name = getattr(spec, "name", None)
+    if name:
+        if name == "__main__" or name.endswith(".__main__"):
+            return None
+        return {"name": name}
+    path = getattr(main, "__file__", None)
+    if isinstance(path, str) and path.endswith(".py") and os.path.exists(path):
+        return {"path": os.path.abspath(path)}
+    return None
+
+
+def _check_timeout(name: str, value: float | None) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a number of seconds or None, not {type(value).__name__}")
+    if math.isnan(value) or value < 0:
+        raise ValueError(f"{name} must be a non-negative number of seconds, not {value!r}")
+
+
+class _CallFuture(Future[Any]):
+    """A Future for a submitted call.
+
+    ``result()`` waits on the engine directly, with the GIL released; the
+    engine's completion thread settles the future for callbacks, waiters in
+    ``concurrent.futures.wait`` and asyncio.
+    """
+
+    def __init__(self, pool: InterpreterPool, target: object, args: tuple[Any, ...],
+                 kwargs: dict[str, Any]) -> None:
+        super().__init__()
+        self._pool = pool
+        self._target = target
+        self._args = args
+        self._kwargs = kwargs
+        self._handle: _core.CallHandle | None = None
+
+    def _attach(self, handle: _core.CallHandle) -> None:
+        self._handle = handle
+
+    def _settle(self) -> None:
+        """Turn the reply into the future's outcome; the caller has claimed it."""
+        handle = self._handle
+        assert handle is not None
+        try:
+            value = self._pool._reply_value(handle, self._target, self._args, self._kwargs)
+        except CancelledError:
+            super().cancel()
+        except BaseException as exc:
+            self.set_exception(exc)
+        else:
+            self.set_result(value)
+        finally:
+            self._args, self._kwargs = (), {}
+
+    def _wait_and_settle(self, timeout: float | None) -> None:
+        handle = self._handle
+        if handle is None or self.done():
+            return
+        if not handle.wait(timeout):
+            raise TimeoutError()
+        if handle.claim():
+            self._settle()
+            handle.release_owner()
+
+    def result(self, timeout: float | None = None) -> Any:
+        self._wait_and_settle(timeout)
+        return super().result(timeout)
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        self._wait_and_settle(timeout)
+        return super().exception(timeout)
+
+    def cancel(self) -> bool:
+        handle = self._handle
+        if handle is None or self.done():
+            return super().cancel()
+        if not self._pool._engine.cancel(handle):
+            return False  # already running: a call cannot be stopped
+        if handle.claim():
+            super().cancel()
+            handle.release_owner()
+        return True
+
+
+_live_pools: weakref.WeakSet[InterpreterPool] = weakref.WeakSet()
+
+
+def _close_open_pools_at_exit() -> None:
+    for pool in list(_live_pools):
+        pool.close(wait=False, timeout=EXIT_TIMEOUT)
+
+
+atexit.register(_close_open_pools_at_exit)
+
+
+class InterpreterPool(Executor):
+    """A warm pool of subinterpreters, each on its own OS thread with its own GIL.
+
+    ``init`` is source code run once in every worker before it serves calls;
+    ``init_timeout`` bounds how long the constructor waits for every worker to
+    be ready (None: no limit).
+    """
+
+    def __init__(self, workers: int = 4, init: str | None = None,
+                 init_timeout: float | None = 30.0) -> None:
+        if isinstance(workers, bool) or not isinstance(workers, int):
+            raise TypeError(f"workers must be an int, not {type(workers).__name__}")
+        if workers < 1:
+            raise ValueError(f"workers must be at least 1, not {workers}")
+        if init is not None and not isinstance(init, str):
+            raise TypeError(f"init must be source code (a str) or None, not {type(init).__name__}")
+        _check_timeout("init_timeout", init_timeout)
+        if _ENGINE_UNAVAILABLE is not None:
+            raise InterpRpcError(_ENGINE_UNAVAILABLE)
+        if init is not None:
+            try:
+                compile(init, "<init>", "exec")
+            except SyntaxError as exc:
+                raise ValueError(f"init is not valid Python: {exc}") from exc
+        self._lock = threading.Lock()
+        self._closed = False
+        setup = {"sys_path": list(sys.path), "main": _main_module_spec(), "init": init}
+        self._engine = _core.Engine(workers, _WORKER_SOURCE.read_text(), str(_WORKER_SOURCE),
+                                    _wire.dumps(setup))
+        try:
+            reports = self._engine.wait_ready(init_timeout)
+        except BaseException:
+            self._engine.close(cancel_pending=True, timeout=0)
+            raise
+        failures = [self._init_failure(r) for r in reports if not r["ok"]]
+        if failures:
+            self._closed = True
+            self._engine.close(cancel_pending=True, timeout=1.0)
+            raise PoolInitError(failures, init_timeout=init_timeout)
+        _live_pools.add(self)
+
+    @staticmethod
+    def _init_failure(report: dict[str, Any]) -> WorkerInitFailure:
+        index = int(report["index"])
+        if not report["finished"]:
+            return WorkerInitFailure(index, timed_out=True, error=None)
+        kind, reply = report["kind"], report["reply"]
+        if kind == _wire.SETUP_FAILED:
+            return WorkerInitFailure(index, timed_out=False, error=_remote_error(
+                _wire.loads(reply), target="init", worker=index))
+        return WorkerInitFailure(index, timed_out=False, error=None,
+                                 detail=reply.decode("utf-8", "replace"))
+
+    # ------------------------------------------------------------------ calls
+
+    def submit(self, fn: Callable[..., Any] | str, /, *args: Any, **kwargs: Any) -> Future[Any]:
+        """Dispatch ``fn(*args, **kwargs)`` without blocking."""
+        future = _CallFuture(self, fn, args, kwargs)
+        future._attach(self._dispatch(fn, args, kwargs, owner=future))
+        return future
+
+    def call(self, target: Callable[..., Any] | str, /, *args: Any,
+             timeout: float | None = None, **kwargs: Any) -> Any:
+        """Dispatch ``target(*args, **kwargs)`` and block until it returns.
+
+        With ``timeout``, raise CallTimeoutError when it has not returned in
+        time; the call itself goes on running in its worker.
+        """
+        _check_timeout("timeout", timeout)
+        handle = self._dispatch(target, args, kwargs)
+        if not handle.wait(timeout):
+            assert timeout is not None
+            raise self._timeout_error(target, timeout, handle)
+        handle.claim()
+        return self._reply_value(handle, target, args, kwargs)
+
+    def map(  # type: ignore[override]  # a list, not a lazy iterator: see docstring
+            self, fn: Callable[..., Any] | str, *iterables: Iterable[Any],
+            timeout: float | None = None, chunksize: int | None = None,
+            buffersize: int | None = None) -> list[Any]:
+        """``[fn(item) for item in iterable]`` in parallel, results in order.
+
+        With several iterables, ``fn(*items)`` for each tuple of items, as the
+        builtin ``map``. ``timeout`` is a deadline for the whole map. Items go
+        out in chunks (adaptive unless ``chunksize`` is given); when an item
+        raises, or on timeout or interrupt, chunks not yet started are
+        cancelled. ``buffersize`` caps the number of chunks in flight.
+
+        Unlike ``Executor.map``, which returns a lazy iterator, this returns
+        the list of results once every item is done; iterating it works the
+        same way.
+        """
+        if not iterables:
+            raise TypeError("map() needs at least one iterable")
+        _check_timeout("timeout", timeout)
+        for name, value in (("chunksize", chunksize), ("buffersize", buffersize)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or value < 1):
+                raise ValueError(f"{name} must be a positive int or None, not {value!r}")
+        deadline = None if timeout is None else time.monotonic() + timeout
+        star = len(iterables) > 1
+        items: list[Any] = list(zip(*iterables, strict=False)) if star else list(iterables[0])
+        if not items:
+            _targets.normalize(fn)
+            return []
+        size = chunksize or max(1, min(_MAX_CHUNK, math.ceil(
+            len(items) / (self._engine.workers * _CHUNKS_PER_WORKER))))
+        starts = range(0, len(items), size)
+        mode = "starchunk" if star else "chunk"
+        pending: list[tuple[int, _core.CallHandle]] = []
+        results: list[Any] = []
+        chunks = iter(starts)
+
+        def send_next() -> bool:
+            start = next(chunks, None)
+            if start is None:
+                return False
+            chunk = items[start:start + size]
+            pending.append((start, self._dispatch(fn, (chunk,), {}, mode=mode, item_index=start,
+                                                  item_count=len(chunk))))
+            return True
+
+        try:
+            while (buffersize is None or len(pending) < buffersize) and send_next():
+                pass
+            while pending:
+                start, handle = pending.pop(0)
+                remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+                if not handle.wait(remaining):
+                    assert timeout is not None
+                    pending.insert(0, (start, handle))
+                    busy = self._busy_worker(handle)
+                    raise CallTimeoutError(_targets.describe(fn), timeout, worker=busy[0],
+                                           running_seconds=busy[1], completed=len(results),
+                                           total=len(items))
+                handle.claim()
+                values, failed, error = self._reply_value(handle, fn, (), {}, chunk_start=start)
+                results.extend(values)
+                if failed >= 0:
+                    raise _remote_error(_wire.loads(error), target=_targets.describe(fn),
+                                        worker=handle.worker, item_index=start + failed)
+                send_next()
+        except BaseException:
+            for _, handle in pending:
+                self._engine.cancel(handle)
+            raise
+        return results
+
+    # -------------------------------------------------------------- lifecycle
+
+    def close(self, wait: bool = True, timeout: float | None = None) -> None:
+        """Stop accepting calls and shut every worker down.
+
+        ``wait=True`` lets queued calls finish first; ``wait=False`` cancels
+        them. Running calls cannot be stopped: after ``timeout`` seconds (None:
+        no limit), close() gives up on workers still running a call, warns
+        with a RuntimeWarning naming each of them, and returns.
+        """
+        _check_timeout("timeout", timeout)
+        with self._lock:
+            self._closed = True
+        _live_pools.discard(self)
+        stuck = self._engine.close(cancel_pending=not wait, timeout=timeout)
+        if stuck:
+            names = "; ".join(
+                f"worker {index} running {target!r} for {seconds:.1f} s"
+                for index, target, seconds in stuck)
+            warnings.warn(
+                f"InterpreterPool.close() gave up after {timeout:g} s on {len(stuck)} stuck "
+                f"worker(s): {names}. A running call cannot be interrupted; its thread is "
+                "left to finish on its own.", RuntimeWarning, stacklevel=2)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """The Executor spelling of close(): ``wait=False`` returns at once."""
+        with self._lock:
+            self._closed = True
+        _live_pools.discard(self)
+        self._engine.close(cancel_pending=cancel_futures, timeout=None if wait else 0)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # ---------------------------------------------------------- observability
+
+    @property
+    def workers(self) -> int:
+        return int(self._engine.workers)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def broken(self) -> bool:
+        return bool(self._engine.broken)
+
+    def status(self) -> list[WorkerStatus]:
+        """What every worker is doing now."""
+        return [WorkerStatus(index=w["index"], state=w["state"], target=w["target"],
+                             item_index=w["item_index"], busy_seconds=w["busy_seconds"],
+                             calls_done=w["calls_done"],
+                             busy_seconds_total=w["busy_seconds_total"], detail=w["detail"])
+                for w in self._engine.status()]
+
+    def stats(self) -> PoolStats:
+        t = self._engine.totals()
+        return PoolStats(calls=t["calls"], items=t["items"], replied=t["replied"],
+                         failed=t["failed"], queue_wait_seconds=t["queue_wait_ns"] / 1e9,
+                         run_seconds=t["run_ns"] / 1e9, serialize_seconds=t["serialize_ns"] / 1e9,
+                         deserialize_seconds=t["deserialize_ns"] / 1e9,
+                         result_serialize_seconds=t["result_serialize_ns"] / 1e9)
+
+    def call_records(self, since_id: int = 0) -> list[CallRecord]:
+        """The most recent finished requests (up to 16384), oldest first."""
+        return [CallRecord(id=r["id"], worker=r["worker"], target=r["target"],
+                           item_index=r["item_index"], item_count=r["item_count"],
+                           outcome=r["outcome"], **r["timing"])
+                for r in self._engine.records(since_id)]
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "broken" if self.broken else "open"
+        return f"<InterpreterPool workers={self.workers} {state}>"
+
+    # -------------------------------------------------------------- internals
+
+    def _dispatch(self, target: object, args: tuple[Any, ...], kwargs: dict[str, Any], *,
+                  owner: object = None, mode: str = "call", item_index: int = -1,
+                  item_count: int = 1) -> _core.CallHandle:
+        spec, name = _targets.normalize(target)
+        if self._closed:
+            raise PoolClosedError(f"the pool is closed; cannot call {name!r}")
+        submitted = _core.monotonic_ns()
+        try:
+            request = _wire.dumps((spec, mode, args, kwargs))
+        except Exception:
+            raise self._argument_error(target, args, kwargs, mode, item_index) from None
+        serialized = _core.monotonic_ns()
+        status, handle = self._engine.submit(name, request, item_index, item_count, owner,
+                                             submitted, serialized - submitted)
+        if status == "closed":
+            raise PoolClosedError(f"the pool is closed; cannot call {name!r}")
+        if status == "broken":
+            raise PoolBrokenError(f"every worker of the pool has died; cannot call {name!r}")
+        assert handle is not None
+        return handle
+
+    def _argument_error(self, target: object, args: tuple[Any, ...], kwargs: dict[str, Any],
+                        mode: str, item_index: int) -> ShareabilityError:
+        if mode == "call":
+            for label, value in _targets.argument_labels(target, args, kwargs):
+                culprit = _wire.find_culprit(value, label)
+                if culprit is not None:
+                    return ShareabilityError(culprit.path, culprit.value_type, culprit.reason)
+        else:
+            for offset, item in enumerate(args[0]):
+                item_args = tuple(item) if mode == "starchunk" else (item,)
+                for label, value in _targets.argument_labels(target, item_args, {}):
+                    culprit = _wire.find_culprit(value, label)
+                    if culprit is not None:
+                        return ShareabilityError(culprit.path, culprit.value_type,
+                                                 culprit.reason, item_index=item_index + offset)
+        return ShareabilityError("the arguments", "tuple", "pickling the request failed")
+
+    def _reply_value(self, handle: _core.CallHandle, target: object, args: tuple[Any, ...],
+                     kwargs: dict[str, Any], chunk_start: int | None = None) -> Any:
+        """The call's return value, or the error it stands for, raised."""
+        name = _targets.describe(target)
+        outcome = handle.outcome
+        if outcome == "cancelled":
+            raise CancelledError()
+        if outcome == "worker_died":
+            raise WorkerDiedError(name, handle.reply.decode("utf-8", "replace"))
+        if outcome == "pool_broken":
+            raise PoolBrokenError(f"every worker of the pool has died; call to {name!r} "
+                                  "never ran")
+        kind, reply = handle.reply_kind, handle.reply
+        if kind == _wire.RETURNED:
+            try:
+                return _wire.loads(reply)
+            except Exception as exc:
+                raise ShareabilityError("return value", "unknown",
+                                        f"it could not be loaded here: {exc}") from None
+        if kind == _wire.RAISED:
+            raise _remote_error(_wire.loads(reply), target=name, worker=handle.worker,
+                                item_index=chunk_start)
+        if kind == _wire.RESULT_UNSHAREABLE:
+            culprit = _wire.loads(reply)
+            item = None
+            if chunk_start is not None:
+                item = chunk_start + int(culprit.get("item_offset", 0))
+            raise ShareabilityError(culprit["path"], culprit["value_type"], culprit["reason"],
+                                    item_index=item)
+        if kind == _wire.TARGET_UNRESOLVED:
+            info = _wire.loads(reply)
+            raise TargetResolutionError(info["message"], target=name,
+                                        failed_part=info["failed_part"])
+        if kind == _wire.ARGUMENTS_UNLOADABLE:
+            raise self._unloadable_argument_error(_wire.loads(reply), target, args, kwargs)
+        raise InterpRpcError(f"internal error in the worker running {name!r}: "
+                             f"{reply.decode('utf-8', 'replace')}")
+
+    def _unloadable_argument_error(self, error: dict[str, str], target: object,
+                                   args: tuple[Any, ...], kwargs: dict[str, Any]
+                                   ) -> ShareabilityError:
+        """The worker could not unpickle the arguments: find the value whose
+        class (or function) the worker cannot import."""
+        message = f"{error['type_name']}: {error['message']}"
+        missing = _wire.unresolvable_reference(error["message"])
+        if missing is not None:
+            module, qualname = missing
+            what = f"{module}.{qualname}" if qualname else f"module {module!r}"
+            reason = f"the worker cannot import {what}: {message}"
+            for label, value in _targets.argument_labels(target, args, kwargs):
+                culprit = _wire.find_culprit(value, label, _wire.refers_to(module, qualname))
+                if culprit is not None:
+                    return ShareabilityError(culprit.path, culprit.value_type, reason)
+            return ShareabilityError("an argument", "unknown", reason)
+        return ShareabilityError("the arguments", "unknown",
+                                 f"the worker could not load them: {message}")
+
+    def _busy_worker(self, handle: _core.CallHandle) -> tuple[int | None, float | None]:
+        for w in self._engine.status():
+            if w["call_id"] == handle.id:
+                return int(w["index"]), float(w["busy_seconds"])
+        return None, None
+
+    def _timeout_error(self, target: object, timeout: float,
+                       handle: _core.CallHandle) -> CallTimeoutError:
+        worker, seconds = self._busy_worker(handle)
+        return CallTimeoutError(_targets.describe(target), timeout, worker=worker,
+                                running_seconds=seconds)
+
+
+def build_info() -> dict[str, object]:
+    """The versions interp-rpc's C++ engine was compiled against."""
+    if _ENGINE_UNAVAILABLE is not None:
+        raise InterpRpcError(_ENGINE_UNAVAILABLE)
+    return dict(_core.build_info())
+
+
+def _remote_error(info: dict[str, str], *, target: str, worker: int | None,
+                  item_index: int | None = None) -> RemoteError:
+    return RemoteError(remote_type_name=info["type_name"], remote_module=info["module"],
+                       remote_message=info["message"], remote_traceback=info["traceback"],
+                       remote_qualname=info.get("qualname"), target=target, worker=worker,
+                       item_index=item_index)

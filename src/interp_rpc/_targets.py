@@ -1,0 +1,148 @@
+"""Turning what the caller names as a target into something a worker can resolve.
+
+A target crosses by reference only: a dotted path that the worker imports.
+Callables are checked here, before anything is dispatched, for the things
+that can never be resolved by reference in another interpreter.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from interp_rpc._errors import TargetResolutionError
+
+# What a request carries: ("path", "pkg.module.Class.method").
+TargetSpec = tuple[str, str]
+
+_DEFINE_AT_MODULE_LEVEL = (
+    "define it at module level in a module that the pool's init= imports, "
+    "and pass it (or its dotted path as a string) instead"
+)
+
+
+def describe(target: object) -> str:
+    """A short name for a target, for messages and the status board."""
+    if isinstance(target, str):
+        return target
+    module = getattr(target, "__module__", None) or "?"
+    qualname = getattr(target, "__qualname__", None) or repr(target)
+    return f"{module}.{qualname}"
+
+
+def normalize(target: object) -> tuple[TargetSpec, str]:
+    """(spec for the worker, display name), or TargetResolutionError."""
+    if isinstance(target, str):
+        path = target.strip()
+        if not path or not all(part.isidentifier() for part in path.split(".")):
+            raise TargetResolutionError(
+                f"target {target!r} is not a dotted path such as 'mymodule.process'",
+                target=target,
+                failed_part=target,
+            )
+        return ("path", path), path
+    if not callable(target):
+        raise TargetResolutionError(
+            f"target must be a callable or a dotted path string, not {type(target).__name__}",
+            target=repr(target),
+        )
+    return ("path", _reference_of(target)), describe(target)
+
+
+def _reference_of(fn: Callable[..., Any]) -> str:
+    name = describe(fn)
+    closure = getattr(fn, "__closure__", None)
+    if closure is not None:
+        free = ", ".join(getattr(getattr(fn, "__code__", None), "co_freevars", ())) or "?"
+        raise TargetResolutionError(
+            f"target {name!r} is a closure (it captures {free} from an enclosing scope), "
+            f"and captured state cannot cross to another interpreter; {_DEFINE_AT_MODULE_LEVEL}, "
+            "passing the captured values as arguments",
+            target=name,
+            failed_part=name,
+        )
+    qualname = getattr(fn, "__qualname__", None)
+    module = getattr(fn, "__module__", None)
+    if not isinstance(qualname, str) or not isinstance(module, str):
+        raise TargetResolutionError(
+            f"target {fn!r} has no module and qualified name, so a worker cannot import it; "
+            f"{_DEFINE_AT_MODULE_LEVEL}",
+            target=name,
+        )
+    if "<lambda>" in qualname:
+        raise TargetResolutionError(
+            f"target {name!r} is a lambda, which has no name a worker could import; "
+            f"{_DEFINE_AT_MODULE_LEVEL}",
+            target=name,
+            failed_part="<lambda>",
+        )
+    if "<locals>" in qualname:
+        raise TargetResolutionError(
+            f"target {name!r} is defined inside a function ({qualname}), so a worker cannot "
+            f"import it; {_DEFINE_AT_MODULE_LEVEL}",
+            target=name,
+            failed_part="<locals>",
+        )
+    owner = getattr(fn, "__self__", None)
+    if owner is not None and not isinstance(owner, type) and not inspect.ismodule(owner):
+        raise TargetResolutionError(
+            f"target {name!r} is a method bound to a {type(owner).__name__} instance, and "
+            "instances are not targets; call a module-level function that takes the data "
+            "it needs as arguments",
+            target=name,
+            failed_part=qualname,
+        )
+    return f"{module}.{qualname}"
+
+
+def local_callable(target: object) -> Callable[..., Any] | None:
+    """The target as a callable in this interpreter, if it can be found here.
+
+    Used only to name parameters in error messages, on the failure path: a
+    string target's module may be imported here to read its signature.
+    """
+    if not isinstance(target, str):
+        return target if callable(target) else None
+    parts = target.split(".")
+    for split in range(len(parts), 0, -1):
+        try:
+            value: Any = importlib.import_module(".".join(parts[:split]))
+        except Exception:
+            continue
+        try:
+            for part in parts[split:]:
+                value = getattr(value, part)
+        except AttributeError:
+            return None
+        return value if callable(value) else None
+    return None
+
+
+def argument_labels(
+    target: object, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> list[tuple[str, Any]]:
+    """Each argument with the label errors use for it: the parameter's name
+    when the target's signature is known, its position otherwise."""
+    fn = local_callable(target)
+    if fn is not None:
+        try:
+            bound = inspect.signature(fn).bind_partial(*args, **kwargs)
+        except (TypeError, ValueError):
+            bound = None
+        if bound is not None:
+            labels: list[tuple[str, Any]] = []
+            params = bound.signature.parameters
+            for name, value in bound.arguments.items():
+                kind = params[name].kind
+                if kind is inspect.Parameter.VAR_POSITIONAL:
+                    labels += [(f"argument {name!r}[{i}]", v) for i, v in enumerate(value)]
+                elif kind is inspect.Parameter.VAR_KEYWORD:
+                    labels += [(f"argument {name!r}[{k!r}]", v) for k, v in value.items()]
+                else:
+                    labels.append((f"argument {name!r}", value))
+            return labels
+    return [(f"argument #{i}", v) for i, v in enumerate(args)] + [
+        (f"argument {k!r}", v) for k, v in kwargs.items()
+    ]

@@ -1,0 +1,214 @@
+"""What crosses the interpreter boundary, and how a value that cannot is found.
+
+Both sides run this module: the caller imports it as ``interp_rpc._wire``, and
+every worker loads the same file by path (workers never import the
+``interp_rpc`` package, whose C++ module lives in the main interpreter only).
+It must therefore use nothing but the standard library.
+
+Requests and replies are pickle protocol 5 bytes. Reply kinds tell the caller
+how to read a reply; 0 is success, and the engine adds 100 for its own errors.
+"""
+
+from __future__ import annotations
+
+import pickle
+import pickletools
+import re
+import traceback
+from collections.abc import Callable, Iterator
+from typing import Any
+
+PROTOCOL = 5
+
+# Reply kinds (the first element of every reply).
+RETURNED = 0  # reply: the pickled return value
+RAISED = 1  # reply: pickled describe_exception() of what the target raised
+RESULT_UNSHAREABLE = 2  # reply: pickled Culprit fields of the return value
+TARGET_UNRESOLVED = 3  # reply: pickled {"message", "failed_part"}
+ARGUMENTS_UNLOADABLE = 4  # reply: pickled describe_exception() of the unpickling error
+SETUP_FAILED = 5  # reply: pickled describe_exception() of what init= raised
+ENGINE_ERROR = 100  # reply: UTF-8 text from the C++ engine
+
+
+def dumps(value: object) -> bytes:
+    return pickle.dumps(value, protocol=PROTOCOL)
+
+
+def describe_exception(exc: BaseException) -> dict[str, str]:
+    """An exception as plain strings: type, module, message and full traceback.
+
+    The traceback text includes chained causes and ``__notes__``, exactly as
+    the interpreter would print it.
+    """
+    cls = type(exc)
+    return {
+        "type_name": cls.__name__,
+        "qualname": cls.__qualname__,
+        "module": cls.__module__,
+        "message": str(exc),
+        "traceback": "".join(traceback.format_exception(exc)),
+    }
+
+
+# --------------------------------------------------------------------------
+# Finding the value that cannot cross.
+#
+# Only called after pickling the whole payload failed, so the happy path never
+# pays for it. The walk visits children in the order pickle does and
+# descends into the first child that fails on its own, so the value reported
+# is the innermost real culprit, not a container that merely holds it.
+
+
+class Culprit:
+    """Where the walk found a value that cannot cross, and why."""
+
+    def __init__(self, path: str, value_type: str, reason: str) -> None:
+        self.path = path
+        self.value_type = value_type
+        self.reason = reason
+
+    def as_dict(self) -> dict[str, str]:
+        return {"path": self.path, "value_type": self.value_type, "reason": self.reason}
+
+
+Check = Callable[[object], "str | None"]
+
+
+def pickle_failure(value: object) -> str | None:
+    """Pickle's own message if ``value`` cannot be pickled, else None."""
+    try:
+        pickle.dumps(value, protocol=PROTOCOL)
+    except Exception as exc:
+        return str(exc) or type(exc).__name__
+    return None
+
+
+def children(value: object) -> Iterator[tuple[str, object]]:
+    """The parts of ``value`` that pickle would save, in its order, with the
+    path segment that names each."""
+    if isinstance(value, dict):
+        for index, (key, item) in enumerate(value.items()):
+            yield f"<key #{index}>", key
+            yield f"[{key!r}]", item
+        return
+    if isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            yield f"[{index}]", item
+        return
+    if isinstance(value, set | frozenset):
+        for index, item in enumerate(value):
+            yield f"<element #{index}>", item
+        return
+    if isinstance(value, str | bytes | bytearray | int | float | complex | bool | type(None)):
+        return
+    yield from _reduced_children(value)
+
+
+def _reduced_children(value: object) -> Iterator[tuple[str, object]]:
+    try:
+        reduced = value.__reduce_ex__(PROTOCOL)
+    except Exception:
+        return
+    if not isinstance(reduced, tuple):
+        return
+    parts = list(reduced) + [None] * (6 - len(reduced))
+    _, args, state, list_items, dict_items = parts[:5]
+    if isinstance(args, tuple):
+        # copyreg.__newobj__ takes the class first: not part of the value.
+        first = 1 if args and isinstance(args[0], type) else 0
+        for index, arg in enumerate(args[first:], start=first):
+            yield f"<constructor argument #{index}>", arg
+    if isinstance(state, tuple) and len(state) == 2:
+        # (instance __dict__, __slots__ values)
+        for part in state:
+            if isinstance(part, dict):
+                for name, item in part.items():
+                    yield f".{name}", item
+    elif isinstance(state, dict):
+        for name, item in state.items():
+            yield f".{name}", item
+    elif state is not None:
+        yield "<state>", state
+    if list_items is not None:
+        for index, item in enumerate(list_items):
+            yield f"[{index}]", item
+    if dict_items is not None:
+        for key, item in dict_items:
+            yield f"[{key!r}]", item
+
+
+def find_culprit(value: object, path: str, check: Check = pickle_failure) -> Culprit | None:
+    """The innermost part of ``value`` that fails ``check``, or None."""
+    reason = check(value)
+    if reason is None:
+        return None
+    return _descend(value, path, reason, check, set())
+
+
+def _descend(value: object, path: str, reason: str, check: Check, seen: set[int]) -> Culprit:
+    seen.add(id(value))  # cycles: a value already on the way down is not a culprit again
+    for segment, child in children(value):
+        if id(child) in seen:
+            continue
+        child_reason = check(child)
+        if child_reason is not None:
+            return _descend(child, path + segment, child_reason, check, seen)
+    return Culprit(path, type(value).__name__, reason)
+
+
+# --------------------------------------------------------------------------
+# Classes the worker cannot import.
+#
+# Pickle saves classes and functions by reference (module + qualified name).
+# A reference to something the worker cannot import pickles fine here and
+# fails when the worker loads it; the worker's error names what it could not
+# find, and these helpers find where in the arguments it was used.
+
+_MISSING_ATTRIBUTE = re.compile(r"Can't get attribute '([^']+)' on <module '([^']+)'")
+_MISSING_MODULE = re.compile(r"No module named '([^']+)'")
+
+
+def unresolvable_reference(message: str) -> tuple[str, str | None] | None:
+    """(module, qualified name or None) that a worker's unpickling error names."""
+    match = _MISSING_ATTRIBUTE.search(message)
+    if match:
+        return match.group(2), match.group(1)
+    match = _MISSING_MODULE.search(message)
+    if match:
+        return match.group(1), None
+    return None
+
+
+def references(value: object) -> set[tuple[str, str]]:
+    """Every (module, qualified name) global the pickle of ``value`` refers to."""
+    try:
+        data = pickle.dumps(value, protocol=PROTOCOL)
+    except Exception:
+        return set()
+    found: set[tuple[str, str]] = set()
+    strings: list[str] = []
+    for opcode, arg, _ in pickletools.genops(data):
+        if isinstance(arg, str):
+            strings.append(arg)
+        if opcode.name == "GLOBAL" and isinstance(arg, str):
+            module, _, name = arg.partition(" ")
+            found.add((module, name))
+        elif opcode.name == "STACK_GLOBAL" and len(strings) >= 2:
+            found.add((strings[-2], strings[-1]))
+    return found
+
+
+def refers_to(module: str, qualname: str | None) -> Check:
+    """A check that fails values whose pickle refers to module[.qualname]."""
+
+    def check(value: object) -> str | None:
+        for ref_module, ref_name in references(value):
+            if ref_module == module and (qualname is None or ref_name == qualname):
+                return ref_name
+        return None
+
+    return check
+
+
+def loads(data: bytes | memoryview, buffers: list[Any] | None = None) -> Any:
+    return pickle.loads(data, buffers=buffers)

@@ -1,0 +1,197 @@
+"""The code every worker interpreter runs.
+
+The C++ engine executes this file in a fresh module of each new
+subinterpreter, then calls ``setup(config)`` once and ``execute(request,
+buffers)`` for every call, from the worker's own thread. Both return
+``(kind, reply, *costs)`` tuples of ints and bytes (see ``_wire``), and never
+raise: whatever goes wrong becomes a reply.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+import time
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+
+def _load_wire() -> ModuleType:
+    """_wire.py from beside this file, without importing the interp_rpc package."""
+    path = os.path.join(os.path.dirname(__file__), "_wire.py")
+    spec = importlib.util.spec_from_file_location("_interp_rpc_wire", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+wire = _load_wire()
+
+# Resolved targets, by the request's target spec.
+_targets: dict[tuple[str, ...], Callable[..., Any]] = {}
+
+
+class TargetError(Exception):
+    def __init__(self, message: str, failed_part: str) -> None:
+        super().__init__(message)
+        self.failed_part = failed_part
+
+
+def _fix_up_main(main: dict[str, str] | None) -> None:
+    """Make the caller's __main__ script importable here, as multiprocessing's
+    spawn does, so module-level functions and classes of a script resolve."""
+    if not main:
+        return
+    import runpy
+
+    if "name" in main:
+        namespace = runpy.run_module(main["name"], run_name="__mp_main__", alter_sys=True)
+    else:
+        namespace = runpy.run_path(main["path"], run_name="__mp_main__")
+    module = ModuleType("__mp_main__")
+    module.__dict__.update(namespace)
+    sys.modules["__mp_main__"] = module
+    sys.modules["__main__"].__dict__.update(
+        {k: v for k, v in namespace.items() if not k.startswith("__")}
+    )
+
+
+def setup(config_view: memoryview) -> tuple[int, bytes]:
+    try:
+        config = wire.loads(config_view)
+        sys.path[:] = config["sys_path"]
+        _fix_up_main(config.get("main"))
+        init = config.get("init")
+        if init:
+            main_globals = sys.modules["__main__"].__dict__
+            exec(compile(init, "<init>", "exec"), main_globals)
+    except BaseException as exc:
+        return wire.SETUP_FAILED, wire.dumps(wire.describe_exception(exc))
+    return wire.RETURNED, b""
+
+
+def _resolve_path(path: str) -> Callable[..., Any]:
+    """'pkg.module.Class.method': import the longest importable module prefix,
+    then walk attributes. A bare name is looked up in __main__."""
+    parts = path.split(".")
+    if not all(parts):
+        raise TargetError(f"target {path!r} is not a dotted path", path)
+    module: ModuleType | None = None
+    split = len(parts)
+    while split > 0:
+        name = ".".join(parts[:split])
+        try:
+            module = importlib.import_module(name)
+            break
+        except ModuleNotFoundError as exc:
+            # Only "this name does not exist" means: try a shorter prefix.
+            # A module that exists but fails inside its own imports is a real error.
+            if exc.name is None or not (name == exc.name or name.startswith(exc.name + ".")):
+                raise
+            split -= 1
+    if module is None:
+        if len(parts) == 1 or parts[0] == "__main__":
+            module = sys.modules["__main__"]
+            split = 1 if parts[0] == "__main__" else 0
+        else:
+            raise TargetError(
+                f"cannot resolve target {path!r}: no module named {parts[0]!r} "
+                "can be imported in the worker",
+                parts[0],
+            )
+    value: Any = module
+    for index in range(split, len(parts)):
+        try:
+            value = getattr(value, parts[index])
+        except AttributeError:
+            owner = ".".join(parts[:index]) or "__main__"
+            raise TargetError(
+                f"cannot resolve target {path!r}: {owner!r} has no attribute {parts[index]!r}",
+                parts[index],
+            ) from None
+    if not callable(value):
+        raise TargetError(f"target {path!r} resolved to a {type(value).__name__}, "
+                          "which is not callable", parts[-1])
+    return value  # type: ignore[no-any-return]
+
+
+def resolve(spec: tuple[str, ...]) -> Callable[..., Any]:
+    fn = _targets.get(spec)
+    if fn is None:
+        kind, value = spec
+        if kind != "path":
+            raise TargetError(f"unknown target kind {kind!r}", kind)
+        fn = _targets[spec] = _resolve_path(value)
+    return fn
+
+
+def _run_chunk(
+    fn: Callable[..., Any], items: list[Any], star: bool
+) -> tuple[list[Any], int, bytes | None]:
+    """Runs fn(item) (fn(*item) when star) for each item until one raises:
+    (results so far, index of the failed item or -1, its pickled description)."""
+    results = []
+    for index, item in enumerate(items):
+        try:
+            results.append(fn(*item) if star else fn(item))
+        except BaseException as exc:
+            return results, index, wire.dumps(wire.describe_exception(exc))
+    return results, -1, None
+
+
+def execute(request: memoryview, buffers: list[memoryview]) -> tuple[int, bytes, int, int]:
+    started = time.perf_counter_ns()
+    try:
+        target_spec, mode, args, kwargs = wire.loads(request, buffers)
+    except BaseException as exc:
+        return (wire.ARGUMENTS_UNLOADABLE, wire.dumps(wire.describe_exception(exc)),
+                time.perf_counter_ns() - started, 0)
+    loaded = time.perf_counter_ns()
+    try:
+        fn = resolve(target_spec)
+    except TargetError as exc:
+        reply = {"message": str(exc), "failed_part": exc.failed_part}
+        return wire.TARGET_UNRESOLVED, wire.dumps(reply), loaded - started, 0
+    except BaseException as exc:
+        reply = {"message": f"importing target {target_spec[1]!r} failed: "
+                            f"{type(exc).__name__}: {exc}",
+                 "failed_part": target_spec[1],
+                 "error": wire.describe_exception(exc)}
+        return wire.TARGET_UNRESOLVED, wire.dumps(reply), loaded - started, 0
+    try:
+        if mode == "call":
+            result = fn(*args, **kwargs)
+        else:
+            result = _run_chunk(fn, args[0], star=mode == "starchunk")
+    except BaseException as exc:
+        return wire.RAISED, wire.dumps(wire.describe_exception(exc)), loaded - started, 0
+    finished = time.perf_counter_ns()
+    try:
+        reply = wire.dumps(result)
+    except Exception:
+        culprit = _unshareable_result(result, mode)
+        return wire.RESULT_UNSHAREABLE, wire.dumps(culprit), loaded - started, 0
+    return wire.RETURNED, reply, loaded - started, time.perf_counter_ns() - finished
+
+
+def _unshareable_result(result: Any, mode: str) -> dict[str, str]:
+    """Where in a return value (or a chunk's return values) pickling fails."""
+    if mode != "call":
+        values, _, _ = result
+        for offset, value in enumerate(values):
+            culprit = wire.find_culprit(value, "return value")
+            if culprit is not None:
+                found: dict[str, str] = culprit.as_dict()
+                found["item_offset"] = str(offset)
+                return found
+    culprit = wire.find_culprit(result, "return value")
+    if culprit is None:  # pickling failed for a reason the walk cannot reproduce
+        return {"path": "return value", "value_type": type(result).__name__,
+                "reason": "pickling failed"}
+    found = culprit.as_dict()
+    return found
