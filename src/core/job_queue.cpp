@@ -15,10 +15,16 @@ job_queue::push_result job_queue::push(call_ptr c) {
   return push_result::queued;
 }
 
-call_ptr job_queue::pop() {
+unsigned job_queue::generation() const {
+  std::lock_guard lock(m_mutex);
+  return m_wakeups;
+}
+
+call_ptr job_queue::pop(unsigned seen_generation) {
   std::unique_lock lock(m_mutex);
-  const unsigned wakeups = m_wakeups;
-  m_cv.wait(lock, [&] { return !m_calls.empty() || m_closed || m_broken || m_wakeups != wakeups; });
+  m_cv.wait(lock, [&] {
+    return !m_calls.empty() || m_closed || m_broken || m_wakeups != seen_generation;
+  });
   if (m_calls.empty()) return nullptr;
   call_ptr c = std::move(m_calls.front());
   m_calls.pop_front();

@@ -15,11 +15,13 @@ class job_queue {
   enum class push_result { queued, closed, broken };
 
   push_result push(call_ptr c);
-  // Blocks until a call is available, or returns null once the queue is
-  // stopped and empty, or as soon as `wake_up()` was called.
-  call_ptr pop();
-  // Makes blocked pop() calls return so their workers can look at their
-  // control flags. Does not lose queued calls.
+  // The number of wake_up() calls so far; pass it to pop().
+  unsigned generation() const;
+  // Blocks until a call is available. Returns null once the queue is closed
+  // and empty, or if wake_up() was called since `seen_generation` was read.
+  call_ptr pop(unsigned seen_generation);
+  // Makes pop() return so workers look at their control flags (faults).
+  // Queued calls stay queued.
   void wake_up();
 
   // Takes a call out of the queue if it is still there (not started).

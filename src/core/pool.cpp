@@ -193,6 +193,11 @@ worker_fault pool::shared_state::take_fault(int index) {
   return std::exchange(faults[static_cast<std::size_t>(index)], worker_fault::none);
 }
 
+worker_fault pool::shared_state::peek_fault(int index) {
+  std::lock_guard lock(mutex);
+  return faults[static_cast<std::size_t>(index)];
+}
+
 // ---------------------------------------------------------------- threads
 
 void pool::worker_main(std::shared_ptr<shared_state> shared, int index) {
@@ -232,8 +237,11 @@ void pool::worker_main(std::shared_ptr<shared_state> shared, int index) {
         s.board.set_state(index, worker_state::idle);
       }
       while (!died) {
-        const worker_fault fault = s.take_fault(index);
-        if (fault == worker_fault::exit_now) {
+        // Read the wake-up generation before looking at faults, so a fault
+        // injected after this point makes pop() return at once.
+        const unsigned generation = s.queue.generation();
+        if (s.peek_fault(index) == worker_fault::exit_now) {
+          s.take_fault(index);
           died = true;
           death = "its thread failed (injected fault: exit_now)";
           break;
@@ -241,15 +249,14 @@ void pool::worker_main(std::shared_ptr<shared_state> shared, int index) {
         call_ptr c;
         {
           gil_released unlocked;
-          c = s.queue.pop();
+          c = s.queue.pop(generation);
         }
         if (!c) {
-          std::lock_guard lock(s.mutex);
-          const bool fault_pending = s.faults[slot] != worker_fault::none;
-          if (!fault_pending && (s.queue.closed() || s.broken.load())) break;
+          if (s.queue.closed() && s.peek_fault(index) == worker_fault::none) break;
           continue;
         }
-        if (fault == worker_fault::die_on_next_call) {
+        if (s.peek_fault(index) == worker_fault::die_on_next_call) {
+          s.take_fault(index);
           died = true;
           death = "its thread failed while running a call (injected fault: die_on_next_call)";
           s.finish(c, call_outcome::worker_died, 0, "worker " + std::to_string(index) + " died: " + death, index);

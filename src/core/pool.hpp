@@ -138,6 +138,7 @@ class pool {
                 int worker_index);
     void worker_died(int index, const std::string& detail);
     worker_fault take_fault(int index);
+    worker_fault peek_fault(int index);
   };
 
   static void worker_main(std::shared_ptr<shared_state> shared, int index);

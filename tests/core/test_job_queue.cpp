@@ -1,0 +1,87 @@
+#include <doctest/doctest.h>
+
+#include <thread>
+
+#include "core/job_queue.hpp"
+
+using namespace interp_rpc::core;
+
+namespace {
+call_ptr make_call(std::uint64_t id) {
+  return std::make_shared<call>(id, "t", "", std::vector<buffer_view>{}, -1, 1);
+}
+}  // namespace
+
+TEST_CASE("job_queue hands calls out in order and stops after close") {
+  job_queue q;
+  CHECK(q.push(make_call(1)) == job_queue::push_result::queued);
+  CHECK(q.push(make_call(2)) == job_queue::push_result::queued);
+  q.close();
+  CHECK(q.push(make_call(3)) == job_queue::push_result::closed);
+  CHECK(q.pop(q.generation())->id == 1);
+  CHECK(q.pop(q.generation())->id == 2);
+  CHECK(q.pop(q.generation()) == nullptr);  // closed and empty: a worker would exit
+  CHECK(q.closed());
+}
+
+TEST_CASE("job_queue close_and_drain returns what was queued") {
+  job_queue q;
+  q.push(make_call(1));
+  q.push(make_call(2));
+  const auto drained = q.close_and_drain();
+  REQUIRE(drained.size() == 2);
+  CHECK(drained[1]->id == 2);
+  CHECK(q.size() == 0);
+  CHECK(q.push(make_call(3)) == job_queue::push_result::closed);
+}
+
+TEST_CASE("job_queue break_and_drain refuses everything afterwards") {
+  job_queue q;
+  q.push(make_call(1));
+  CHECK(q.break_and_drain().size() == 1);
+  CHECK(q.push(make_call(2)) == job_queue::push_result::broken);
+}
+
+TEST_CASE("job_queue remove takes out only a call that is still queued") {
+  job_queue q;
+  auto a = make_call(1);
+  auto b = make_call(2);
+  q.push(a);
+  q.push(b);
+  CHECK(q.remove(a));
+  CHECK_FALSE(q.remove(a));
+  CHECK(q.pop(q.generation()) == b);
+}
+
+TEST_CASE("job_queue wake_up releases a blocked pop without losing calls") {
+  job_queue q;
+  call_ptr got = make_call(99);
+  const unsigned generation = q.generation();
+  std::thread consumer([&] { got = q.pop(generation); });
+  q.wake_up();
+  consumer.join();
+  CHECK(got == nullptr);
+  q.push(make_call(5));
+  CHECK(q.pop(q.generation())->id == 5);
+}
+
+TEST_CASE("job_queue delivers every call exactly once to concurrent consumers") {
+  job_queue q;
+  constexpr int n = 2000;
+  std::atomic<int> seen{0};
+  std::atomic<std::uint64_t> id_sum{0};
+  std::vector<std::thread> consumers;
+  for (int i = 0; i < 3; ++i) {
+    consumers.emplace_back([&] {
+      while (auto c = q.pop(q.generation())) {
+        seen.fetch_add(1);
+        id_sum.fetch_add(c->id);
+      }
+    });
+  }
+  for (int i = 1; i <= n; ++i) q.push(make_call(static_cast<std::uint64_t>(i)));
+  q.close();
+  for (auto& t : consumers) t.join();
+  CHECK(seen.load() == n);
+  CHECK(id_sum.load() == static_cast<std::uint64_t>(n) * (n + 1) / 2);
+}

@@ -1,0 +1,269 @@
+// The engine end to end, with a tiny bootstrap instead of interp_rpc/_worker.py:
+// real subinterpreters, real threads, no pybind11.
+#include <doctest/doctest.h>
+
+#include <Python.h>
+
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include "core/clock.hpp"
+#include "core/pool.hpp"
+#include "core/python_ref.hpp"
+
+using namespace interp_rpc::core;
+
+namespace {
+
+// setup(config) fails for b"fail" and hangs for b"hang"; execute(request,
+// buffers) echoes the request followed by every buffer, and sleeps first for
+// requests that start with b"sleep:".
+constexpr const char* bootstrap_source = R"PY(
+import time
+
+def setup(config):
+    config = bytes(config)
+    if config == b"fail":
+        return 5, b"setup said no"
+    if config == b"hang":
+        time.sleep(1.0)
+    return 0, b""
+
+def execute(request, buffers):
+    data = bytes(request)
+    if data.startswith(b"sleep:"):
+        time.sleep(float(data[6:]))
+    if data == b"raise":
+        raise RuntimeError("execute itself failed")
+    return 0, data + b"".join(bytes(b) for b in buffers), 11, 22
+)PY";
+
+pool_options options_for(int workers, std::string setup = "") {
+  pool_options o;
+  o.workers = workers;
+  o.main_interpreter = PyInterpreterState_Main();
+  o.bootstrap_source = bootstrap_source;
+  o.bootstrap_filename = "<test bootstrap>";
+  o.setup_request = std::move(setup);
+  return o;
+}
+
+call_ptr make_call(std::uint64_t id, std::string request, std::vector<buffer_view> buffers = {}) {
+  return std::make_shared<call>(id, "echo", std::move(request), std::move(buffers), -1, 1);
+}
+
+struct recorded_completions {
+  std::mutex mutex;
+  std::vector<std::uint64_t> ids;
+};
+
+// The completion thread hands over calls that carry an owner; release it
+// under the main GIL, as the real bindings do.
+completion_callback recording(recorded_completions& rec) {
+  return [&rec](std::vector<call_ptr>& batch) {
+    PyGILState_STATE gil = PyGILState_Ensure();
+    for (const auto& c : batch) {
+      if (!c->try_claim()) continue;
+      Py_XDECREF(std::exchange(c->completion_owner, nullptr));
+      std::lock_guard lock(rec.mutex);
+      rec.ids.push_back(c->id);
+    }
+    PyGILState_Release(gil);
+  };
+}
+
+completion_callback ignore_completions() {
+  return [](std::vector<call_ptr>&) {};
+}
+
+void wait_until(const std::function<bool()>& condition) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!condition() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  REQUIRE(condition());
+}
+
+}  // namespace
+
+TEST_CASE("workers start, each in its own interpreter, and answer calls") {
+  gil_released unlocked;
+  pool p(options_for(2), ignore_completions());
+  const auto reports = p.wait_ready(-1);
+  REQUIRE(reports.size() == 2);
+  for (const auto& r : reports) {
+    CHECK(r.finished);
+    CHECK(r.ok);
+    CHECK(r.interpreter_id > 0);  // 0 is the main interpreter
+  }
+  CHECK(reports[0].interpreter_id != reports[1].interpreter_id);
+
+  std::vector<call_ptr> calls;
+  for (std::uint64_t i = 1; i <= 200; ++i) {
+    calls.push_back(make_call(i, "request " + std::to_string(i)));
+    CHECK(p.submit(calls.back()) == job_queue::push_result::queued);
+  }
+  for (const auto& c : calls) {
+    REQUIRE(c->wait_for(-1));
+    CHECK(c->outcome() == call_outcome::replied);
+    CHECK(c->reply_kind() == 0);
+    CHECK(c->reply() == c->request);
+    CHECK(c->timing.deserialize_ns == 11);
+    CHECK(c->timing.result_serialize_ns == 22);
+    CHECK(c->timing.enqueued_ns <= c->timing.started_ns);
+    CHECK(c->timing.started_ns <= c->timing.finished_ns);
+  }
+  const auto totals = p.totals();
+  CHECK(totals.calls == 200);
+  CHECK(totals.replied == 200);
+  CHECK(p.records_since(0).size() == 200);
+  CHECK(p.close(false, -1).empty());
+  for (const auto& w : p.status()) CHECK(w.state == worker_state::stopped);
+  CHECK(p.submit(make_call(999, "late")) == job_queue::push_result::closed);
+}
+
+TEST_CASE("out-of-band buffers reach the worker as read-only views") {
+  gil_released unlocked;
+  pool p(options_for(1), ignore_completions());
+  REQUIRE(p.wait_ready(-1)[0].ok);
+  const std::string first = "first|";
+  const std::string second(1 << 20, 'x');  // 1 MiB, not copied into the request
+  auto c = make_call(1, "head|", {{first.data(), static_cast<Py_ssize_t>(first.size())},
+                                  {second.data(), static_cast<Py_ssize_t>(second.size())}});
+  p.submit(c);
+  REQUIRE(c->wait_for(-1));
+  CHECK(c->reply() == "head|" + first + second);
+  p.close(false, -1);
+}
+
+TEST_CASE("a Python error inside execute becomes an engine error reply, and the worker lives") {
+  gil_released unlocked;
+  pool p(options_for(1), ignore_completions());
+  REQUIRE(p.wait_ready(-1)[0].ok);
+  auto bad = make_call(1, "raise");
+  auto good = make_call(2, "fine");
+  p.submit(bad);
+  p.submit(good);
+  REQUIRE(bad->wait_for(-1));
+  CHECK(bad->reply_kind() == 100);
+  CHECK(bad->reply().find("RuntimeError: execute itself failed") != std::string::npos);
+  REQUIRE(good->wait_for(-1));
+  CHECK(good->reply() == "fine");
+  p.close(false, -1);
+}
+
+TEST_CASE("a failing setup is reported per worker") {
+  gil_released unlocked;
+  pool p(options_for(2, "fail"), ignore_completions());
+  const auto reports = p.wait_ready(-1);
+  for (const auto& r : reports) {
+    CHECK(r.finished);
+    CHECK_FALSE(r.ok);
+    CHECK(r.reply_kind == 5);
+    CHECK(r.reply == "setup said no");
+  }
+  CHECK(p.close(true, -1).empty());
+}
+
+TEST_CASE("wait_ready gives up on a worker whose setup hangs") {
+  gil_released unlocked;
+  pool p(options_for(1, "hang"), ignore_completions());
+  const auto reports = p.wait_ready(50'000'000);  // 50 ms of a 1 s setup
+  CHECK_FALSE(reports[0].finished);
+  p.close(true, -1);  // it finishes setup, sees the closed queue and exits
+  CHECK(p.status()[0].state == worker_state::stopped);
+}
+
+TEST_CASE("close gives up on a stuck worker and names it; the worker finishes later") {
+  gil_released unlocked;
+  pool p(options_for(1), ignore_completions());
+  REQUIRE(p.wait_ready(-1)[0].ok);
+  auto slow = make_call(1, "sleep:0.5");
+  auto queued = make_call(2, "never runs");
+  p.submit(slow);
+  wait_until([&] { return p.status()[0].state == worker_state::busy; });
+  p.submit(queued);
+  const auto stuck = p.close(true, 20'000'000);  // 20 ms
+  REQUIRE(stuck.size() == 1);
+  CHECK(stuck[0].index == 0);
+  CHECK(stuck[0].target == "echo");
+  CHECK(queued->outcome() == call_outcome::cancelled);
+  REQUIRE(slow->wait_for(-1));
+  CHECK(slow->outcome() == call_outcome::replied);
+  CHECK(p.close(true, -1).empty());  // closing again waits for it to exit
+}
+
+TEST_CASE("a queued call can be cancelled, a running one cannot") {
+  gil_released unlocked;
+  pool p(options_for(1), ignore_completions());
+  REQUIRE(p.wait_ready(-1)[0].ok);
+  auto running = make_call(1, "sleep:0.2");
+  auto queued = make_call(2, "x");
+  p.submit(running);
+  wait_until([&] { return p.status()[0].state == worker_state::busy; });
+  p.submit(queued);
+  CHECK(p.cancel(queued));
+  CHECK(queued->outcome() == call_outcome::cancelled);
+  CHECK_FALSE(p.cancel(running));
+  REQUIRE(running->wait_for(-1));
+  CHECK(running->outcome() == call_outcome::replied);
+  p.close(false, -1);
+}
+
+TEST_CASE("a worker that dies holding a call fails that call; others go on") {
+  gil_released unlocked;
+  pool p(options_for(2), ignore_completions());
+  REQUIRE(p.wait_ready(-1).size() == 2);
+  // Keep worker A busy, then make the idle one die on its next call.
+  auto blocker = make_call(1, "sleep:0.3");
+  p.submit(blocker);
+  wait_until([&] {
+    const auto s = p.status();
+    return s[0].state == worker_state::busy || s[1].state == worker_state::busy;
+  });
+  const int idle = p.status()[0].state == worker_state::busy ? 1 : 0;
+  REQUIRE(p.inject_fault(idle, worker_fault::die_on_next_call));
+  auto victim = make_call(2, "victim");
+  p.submit(victim);
+  REQUIRE(victim->wait_for(-1));
+  CHECK(victim->outcome() == call_outcome::worker_died);
+  CHECK(victim->reply().find("died") != std::string::npos);
+  wait_until([&] { return p.alive() == 1; });
+  CHECK(p.status()[static_cast<std::size_t>(idle)].state == worker_state::dead);
+  auto after = make_call(3, "after");
+  p.submit(after);
+  REQUIRE(after->wait_for(-1));
+  CHECK(after->reply() == "after");
+  CHECK_FALSE(p.broken());
+  p.close(false, -1);
+}
+
+TEST_CASE("when every worker dies the pool is broken and queued calls fail at once") {
+  gil_released unlocked;
+  recorded_completions rec;
+  pool p(options_for(1), recording(rec));
+  REQUIRE(p.wait_ready(-1)[0].ok);
+  auto blocker = make_call(1, "sleep:0.2");
+  p.submit(blocker);
+  wait_until([&] { return p.status()[0].state == worker_state::busy; });
+  auto queued = make_call(2, "queued");
+  {
+    PyGILState_STATE gil = PyGILState_Ensure();
+    queued->completion_owner = Py_NewRef(Py_None);  // exercise the completion thread
+    PyGILState_Release(gil);
+  }
+  p.submit(queued);
+  REQUIRE(p.inject_fault(0, worker_fault::exit_now));  // acts once the worker is idle
+  REQUIRE(queued->wait_for(-1));
+  CHECK(queued->outcome() == call_outcome::pool_broken);
+  CHECK(blocker->outcome() == call_outcome::replied);
+  wait_until([&] { return p.broken(); });
+  CHECK(p.submit(make_call(3, "later")) == job_queue::push_result::broken);
+  wait_until([&] {
+    std::lock_guard lock(rec.mutex);
+    return rec.ids.size() == 1;
+  });
+  CHECK(rec.ids[0] == 2);
+  p.close(true, -1);
+}
