@@ -1,6 +1,9 @@
 #include "core/call.hpp"
 
+#include <algorithm>
 #include <chrono>
+
+#include "core/spin.hpp"
 
 namespace interp_rpc::core {
 
@@ -40,7 +43,10 @@ bool call::complete(call_outcome outcome, int reply_kind, std::string reply, int
 }
 
 bool call::wait_for(std::int64_t timeout_ns) {
-  if (done()) return true;
+  if (timeout_ns != 0 && spin_until([this] { return done(); },
+                                    timeout_ns < 0 ? reply_spin_ns : std::min(timeout_ns, reply_spin_ns))) {
+    return true;
+  }
   std::unique_lock lock(m_mutex);
   m_has_waiters = true;
   const auto ready = [this] { return m_outcome.load(std::memory_order_relaxed) != call_outcome::pending; };

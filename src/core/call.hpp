@@ -48,6 +48,9 @@ struct call_timing {
   std::int64_t result_serialize_ns = 0;  // worker: pickling the reply
 };
 
+// How long a waiting caller spins before it sleeps (see spin.hpp).
+inline constexpr std::int64_t reply_spin_ns = 30'000;
+
 class call {
  public:
   call(std::uint64_t id, std::string target, std::string request,
@@ -58,7 +61,7 @@ class call {
   const std::uint64_t id;
   const std::string target;          // what the status board shows
   const std::string request;         // the pickled request
-  const std::vector<buffer_view> buffers;
+  std::vector<buffer_view> buffers;  // set before the call is queued, then read-only
   const std::int64_t item_index;     // first item of a map chunk, or -1
   const std::int64_t item_count;     // items in the chunk (1 for a single call)
 
@@ -89,9 +92,20 @@ class call {
   std::atomic<bool> direct_waiter{false};
 
   // A main-interpreter object the completion thread must call back once the
-  // call is done (futures, buffers to release). Owned strong reference;
-  // touched only with the main GIL. Null when nobody needs a callback.
+  // call is done (a future to settle). Owned strong reference; touched only
+  // with the main GIL. Null when nobody needs a callback.
   PyObject* completion_owner = nullptr;
+
+  // The caller's exports behind `buffers`, released with the main GIL by
+  // whoever settles the call, unless the worker reported that the target
+  // kept a view of them (then they are never released: see buffer_lease.hpp).
+  std::vector<Py_buffer> held_buffers;
+  std::atomic<bool> buffers_retained{false};
+
+  // Whether the completion thread must see this call once it is done.
+  bool needs_completion() const noexcept {
+    return completion_owner != nullptr || !held_buffers.empty();
+  }
 
  private:
   std::atomic<call_outcome> m_outcome{call_outcome::pending};

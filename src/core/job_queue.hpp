@@ -1,7 +1,9 @@
 // The queue every worker takes its calls from (many producers, many consumers).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <mutex>
 #include <vector>
@@ -9,6 +11,9 @@
 #include "core/call.hpp"
 
 namespace interp_rpc::core {
+
+// How long an idle worker spins for its next call before it sleeps.
+inline constexpr std::int64_t pop_spin_ns = 50'000;
 
 class job_queue {
  public:
@@ -43,7 +48,9 @@ class job_queue {
   std::deque<call_ptr> m_calls;
   bool m_closed = false;
   bool m_broken = false;
-  unsigned m_wakeups = 0;
+  // Readable without the mutex, for the spin before sleeping.
+  std::atomic<std::size_t> m_size{0};
+  std::atomic<unsigned> m_generation{0};
 };
 
 }  // namespace interp_rpc::core

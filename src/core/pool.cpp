@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "core/buffer_lease.hpp"
 #include "core/clock.hpp"
 #include "core/python_ref.hpp"
 #include "core/subinterpreter.hpp"
@@ -107,12 +108,13 @@ py_ref bootstrap(const pool_options& options, int& kind, std::string& reply) {
 
 // Runs one call through execute(request, buffers). Never leaves a Python
 // error set.
-void run_call(PyObject* execute, call& c, int& kind, std::string& reply) {
+void run_call(PyObject* execute, PyObject* lease_type, call& c, int& kind, std::string& reply) {
+  const auto live = std::make_shared<std::atomic<int>>(0);
   py_ref request = read_only_view(c.request.data(), c.request.size());
   py_ref buffers = py_ref::steal(PyList_New(static_cast<Py_ssize_t>(c.buffers.size())));
   bool ok = request && buffers;
   for (std::size_t i = 0; ok && i < c.buffers.size(); ++i) {
-    py_ref view = read_only_view(c.buffers[i].data, static_cast<std::size_t>(c.buffers[i].size));
+    py_ref view = make_leased_view(lease_type, c.buffers[i].data, c.buffers[i].size, live);
     ok = static_cast<bool>(view);
     if (ok) PyList_SET_ITEM(buffers.get(), static_cast<Py_ssize_t>(i), view.release());
   }
@@ -126,8 +128,9 @@ void run_call(PyObject* execute, call& c, int& kind, std::string& reply) {
   }
   c.timing.deserialize_ns = costs[0];
   c.timing.result_serialize_ns = costs[1];
-  // The views point into memory the caller frees once the call is released:
-  // make any view the target kept unusable.
+  result = py_ref();
+  // Invalidate the views we made, so that a view object the target kept is
+  // unusable; views derived from them keep their lease alive, which we see.
   if (request) py_ref::steal(PyObject_CallMethod(request.get(), "release", nullptr));
   if (buffers) {
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(buffers.get()); ++i) {
@@ -136,6 +139,10 @@ void run_call(PyObject* execute, call& c, int& kind, std::string& reply) {
     }
   }
   PyErr_Clear();
+  buffers = py_ref();
+  if (live->load(std::memory_order_acquire) != 0) {
+    c.buffers_retained.store(true, std::memory_order_release);
+  }
 }
 
 }  // namespace
@@ -162,8 +169,11 @@ void pool::shared_state::finish(const call_ptr& c, call_outcome outcome, int rep
   if (c->timing.finished_ns == 0) c->timing.finished_ns = now_ns();
   // Log before waking the caller, so stats() read right after a call sees it.
   log.add(*c, outcome, reply_kind, worker_index);
+  // Read before completing: once complete, the caller may settle the call and
+  // clear what this looks at.
+  const bool needs_completion = c->needs_completion();
   if (!c->complete(outcome, reply_kind, std::move(reply), worker_index)) return;
-  if (c->completion_owner == nullptr) return;
+  if (!needs_completion) return;
   {
     std::lock_guard lock(completion_mutex);
     completions.push_back(c);
@@ -219,6 +229,12 @@ void pool::worker_main(std::shared_ptr<shared_state> shared, int index) {
       int kind = reply_ok;
       std::string reply;
       py_ref execute = bootstrap(s.options, kind, reply);
+      py_ref lease_type = execute ? make_lease_type() : py_ref();
+      if (execute && !lease_type) {
+        kind = reply_engine_error;
+        reply = take_python_error();
+        execute = py_ref();
+      }
       {
         std::lock_guard lock(s.mutex);
         s.interpreter_ids[slot] = interp.id();
@@ -266,7 +282,7 @@ void pool::worker_main(std::shared_ptr<shared_state> shared, int index) {
         s.board.begin_call(index, c->id, c->target, c->item_index, c->timing.started_ns);
         int call_kind = reply_ok;
         std::string call_reply;
-        run_call(execute.get(), *c, call_kind, call_reply);
+        run_call(execute.get(), lease_type.get(), *c, call_kind, call_reply);
         c->timing.finished_ns = now_ns();
         s.board.end_call(index, c->timing.finished_ns);
         s.finish(c, call_outcome::replied, call_kind, std::move(call_reply), index);

@@ -8,6 +8,7 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -68,9 +69,29 @@ py::dict timing_dict(const core::call_timing& t) {
   return d;
 }
 
+// Releases what the call holds in the main interpreter: the future to
+// settle and the caller's buffers. Requires the main GIL and a won claim.
+void release_call_resources(core::call& c, const std::string& target) {
+  Py_XDECREF(std::exchange(c.completion_owner, nullptr));
+  if (c.held_buffers.empty()) return;
+  if (c.buffers_retained.load()) {
+    // The target kept a view of the caller's memory: freeing it would leave
+    // the worker reading freed memory, so it stays alive for good.
+    const std::string message =
+        "target '" + target + "' kept a view of an argument buffer after the call returned; "
+        "interp-rpc keeps that buffer alive for the rest of the process. Copy the data "
+        "(bytes(view)) if a target needs it after the call.";
+    if (PyErr_WarnEx(PyExc_RuntimeWarning, message.c_str(), 2) < 0) PyErr_Clear();
+  } else {
+    for (Py_buffer& b : c.held_buffers) PyBuffer_Release(&b);
+  }
+  c.held_buffers.clear();
+}
+
 // Settles calls whose callers are not waiting on them directly (futures, and
 // calls whose caller gave up waiting). Runs on the engine's completion thread.
 void settle_completed(std::vector<core::call_ptr>& batch) {
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with call_handle::stop_waiting
   const auto needs_python = [](const core::call_ptr& c) {
     return !c->direct_waiter.load() && !c->claimed();
   };
@@ -78,15 +99,54 @@ void settle_completed(std::vector<core::call_ptr>& batch) {
   py::gil_scoped_acquire gil;
   for (const core::call_ptr& c : batch) {
     if (c->direct_waiter.load() || !c->try_claim()) continue;
-    PyObject* owner = std::exchange(c->completion_owner, nullptr);
-    if (owner == nullptr) continue;
-    try {
-      py::handle(owner).attr("_settle")();
-    } catch (py::error_already_set& e) {
-      e.discard_as_unraisable("interp_rpc: settling a finished call");
+    if (c->completion_owner != nullptr) {
+      try {
+        py::handle(c->completion_owner).attr("_settle")();
+      } catch (py::error_already_set& e) {
+        e.discard_as_unraisable("interp_rpc: settling a finished call");
+      }
     }
-    Py_DECREF(owner);
+    release_call_resources(*c, c->target);
   }
+}
+
+// Takes a Py_buffer of each object, so the worker can read their memory
+// without copying it. Raises (having released what it took) on failure.
+void acquire_buffers(const py::list& objects, core::call& c, std::vector<core::buffer_view>& views) {
+  c.held_buffers.reserve(objects.size());
+  for (const py::handle& obj : objects) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(obj.ptr(), &view, PyBUF_SIMPLE) < 0) {
+      for (Py_buffer& b : c.held_buffers) PyBuffer_Release(&b);
+      c.held_buffers.clear();
+      throw py::error_already_set();
+    }
+    c.held_buffers.push_back(view);
+  }
+  views.reserve(c.held_buffers.size());
+  for (const Py_buffer& b : c.held_buffers) views.push_back({b.buf, b.len});
+}
+
+// Outcome codes returned by engine.call() (see _pool.py).
+enum call_status : int {
+  status_replied = 0,
+  status_worker_died = 1,
+  status_cancelled = 2,
+  status_pool_broken = 3,
+  status_timed_out = 4,
+  status_closed = 5,
+  status_broken = 6,
+};
+
+int status_of(core::call_outcome outcome) {
+  switch (outcome) {
+    case core::call_outcome::replied: return status_replied;
+    case core::call_outcome::worker_died: return status_worker_died;
+    case core::call_outcome::cancelled: return status_cancelled;
+    case core::call_outcome::pool_broken: return status_pool_broken;
+    case core::call_outcome::pending: break;
+  }
+  return status_timed_out;
 }
 
 // A submitted call, as the Python layer sees it.
@@ -100,21 +160,23 @@ class call_handle {
     try {
       done = wait_for_call(*m_call, timeout);
     } catch (...) {
-      m_call->direct_waiter.store(false);
+      stop_waiting();
       throw;
     }
+    return stop_waiting() || done;
+  }
+
+  // After a wait: if the call finished while we were still marked as its
+  // waiter, the completion thread skipped it, so the caller must settle it.
+  bool stop_waiting() {
     m_call->direct_waiter.store(false);
-    // If the call finished while we were still marked as its waiter, the
-    // completion thread skipped it: the caller settles it (done() is true).
-    return done || m_call->done();
+    std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with settle_completed
+    return m_call->done();
   }
 
   bool claim() { return m_call->try_claim(); }
 
-  void release_owner() {
-    PyObject* owner = std::exchange(m_call->completion_owner, nullptr);
-    Py_XDECREF(owner);
-  }
+  void release() { release_call_resources(*m_call, m_call->target); }
 
   const core::call_ptr& get() const { return m_call; }
 
@@ -157,21 +219,35 @@ class engine {
     return out;
   }
 
-  py::tuple submit(std::string target, const py::bytes& request, std::int64_t item_index,
-                   std::int64_t item_count, const py::object& owner, std::int64_t submitted_ns,
-                   std::int64_t serialize_ns) {
-    auto c = std::make_shared<core::call>(++m_next_id, std::move(target), std::string(request),
-                                          std::vector<core::buffer_view>{}, item_index, item_count);
-    c->timing.submitted_ns = submitted_ns;
-    c->timing.serialize_ns = serialize_ns;
+  // Queues a call. Returns ("queued", handle), or ("closed"/"broken", None).
+  py::tuple submit(std::string target, const py::bytes& request, const py::list& buffers,
+                   std::int64_t item_index, std::int64_t item_count, const py::object& owner,
+                   std::int64_t submitted_ns, std::int64_t serialize_ns) {
+    core::call_ptr c = make_call(std::move(target), request, buffers, item_index, item_count,
+                                 submitted_ns, serialize_ns);
     if (!owner.is_none()) c->completion_owner = owner.inc_ref().ptr();
-    const auto result = m_pool->submit(c);
-    if (result != core::job_queue::push_result::queued) {
-      Py_XDECREF(std::exchange(c->completion_owner, nullptr));
-      const char* why = result == core::job_queue::push_result::closed ? "closed" : "broken";
-      return py::make_tuple(why, py::none());
-    }
+    const char* refused = push(c);
+    if (refused != nullptr) return py::make_tuple(refused, py::none());
     return py::make_tuple("queued", call_handle(c));
+  }
+
+  // submit() and wait in one step, for pool.call(): no handle object, no
+  // future. Returns (status, reply_kind, reply, worker, call_id); status is
+  // one of the call_status codes.
+  py::tuple call(std::string target, const py::bytes& request, const py::list& buffers,
+                 std::optional<double> timeout, std::int64_t submitted_ns, std::int64_t serialize_ns) {
+    core::call_ptr c = make_call(std::move(target), request, buffers, -1, 1, submitted_ns, serialize_ns);
+    const char* refused = push(c);
+    if (refused != nullptr) {
+      const int status = std::string(refused) == "closed" ? status_closed : status_broken;
+      return py::make_tuple(status, 0, py::none(), -1, c->id);
+    }
+    call_handle waiting(c);
+    if (!waiting.wait(timeout)) return py::make_tuple(status_timed_out, 0, py::none(), -1, c->id);
+    waiting.claim();
+    waiting.release();
+    return py::make_tuple(status_of(c->outcome()), c->reply_kind(), py::bytes(c->reply()),
+                          c->worker_index(), c->id);
   }
 
   bool cancel(call_handle& handle) { return m_pool->cancel(handle.get()); }
@@ -251,6 +327,31 @@ class engine {
   core::pool& pool() { return *m_pool; }
 
  private:
+  core::call_ptr make_call(std::string target, const py::bytes& request, const py::list& buffers,
+                           std::int64_t item_index, std::int64_t item_count,
+                           std::int64_t submitted_ns, std::int64_t serialize_ns) {
+    std::vector<core::buffer_view> views;
+    // The call owns its buffers from here on; acquire_buffers fills them in.
+    auto c = std::make_shared<core::call>(++m_next_id, std::move(target), std::string(request),
+                                          std::vector<core::buffer_view>{}, item_index, item_count);
+    if (!buffers.empty()) {
+      acquire_buffers(buffers, *c, views);
+      c->buffers = std::move(views);
+    }
+    c->timing.submitted_ns = submitted_ns;
+    c->timing.serialize_ns = serialize_ns;
+    return c;
+  }
+
+  // Queues the call; on refusal releases what it holds and says why.
+  const char* push(const core::call_ptr& c) {
+    const auto result = m_pool->submit(c);
+    if (result == core::job_queue::push_result::queued) return nullptr;
+    c->try_claim();
+    release_call_resources(*c, c->target);
+    return result == core::job_queue::push_result::closed ? "closed" : "broken";
+  }
+
   std::unique_ptr<core::pool> m_pool;
   std::uint64_t m_next_id = 0;
 };
@@ -285,10 +386,11 @@ PYBIND11_MODULE(_core, m) {
       .def("wait", &call_handle::wait, py::arg("timeout") = py::none(),
            "Wait (GIL released) until the call finished; False on timeout.")
       .def("claim", &call_handle::claim, "True for the one party that settles this call.")
-      .def("release_owner", &call_handle::release_owner)
+      .def("release", &call_handle::release,
+           "Release the future and buffers the call holds (after a won claim).")
       .def_property_readonly("id", [](const call_handle& h) { return h.get()->id; })
       .def_property_readonly("done", [](const call_handle& h) { return h.get()->done(); })
-      .def_property_readonly("outcome", [](const call_handle& h) { return core::to_string(h.get()->outcome()); })
+      .def_property_readonly("status", [](const call_handle& h) { return status_of(h.get()->outcome()); })
       .def_property_readonly("reply_kind", [](const call_handle& h) { return h.get()->reply_kind(); })
       .def_property_readonly("reply", [](const call_handle& h) { return py::bytes(h.get()->reply()); })
       .def_property_readonly("worker", [](const call_handle& h) { return h.get()->worker_index(); })
@@ -298,9 +400,12 @@ PYBIND11_MODULE(_core, m) {
       .def(py::init<int, std::string, std::string, const py::bytes&>(), py::arg("workers"),
            py::arg("bootstrap_source"), py::arg("bootstrap_filename"), py::arg("setup_request"))
       .def("wait_ready", &engine::wait_ready, py::arg("timeout") = py::none())
-      .def("submit", &engine::submit, py::arg("target"), py::arg("request"),
+      .def("submit", &engine::submit, py::arg("target"), py::arg("request"), py::arg("buffers"),
            py::arg("item_index") = -1, py::arg("item_count") = 1, py::arg("owner") = py::none(),
            py::arg("submitted_ns") = 0, py::arg("serialize_ns") = 0)
+      .def("call", &engine::call, py::arg("target"), py::arg("request"), py::arg("buffers"),
+           py::arg("timeout") = py::none(), py::arg("submitted_ns") = 0,
+           py::arg("serialize_ns") = 0)
       .def("cancel", &engine::cancel, "Remove a call from the queue if it has not started.")
       .def("close", &engine::close, py::arg("cancel_pending"), py::arg("timeout") = py::none())
       .def("status", &engine::status)

@@ -159,7 +159,8 @@ class _CallFuture(Future[Any]):
         handle = self._handle
         assert handle is not None
         try:
-            value = self._pool._reply_value(handle, self._target, self._args, self._kwargs)
+            value = self._pool._reply_value(handle.status, handle.reply_kind, handle.reply,
+                                            handle.worker, self._target, self._args, self._kwargs)
         except CancelledError:
             super().cancel()
         except BaseException as exc:
@@ -177,7 +178,7 @@ class _CallFuture(Future[Any]):
             raise TimeoutError()
         if handle.claim():
             self._settle()
-            handle.release_owner()
+            handle.release()
 
     def result(self, timeout: float | None = None) -> Any:
         self._wait_and_settle(timeout)
@@ -195,7 +196,7 @@ class _CallFuture(Future[Any]):
             return False  # already running: a call cannot be stopped
         if handle.claim():
             super().cancel()
-            handle.release_owner()
+            handle.release()
         return True
 
 
@@ -279,12 +280,17 @@ class InterpreterPool(Executor):
         time; the call itself goes on running in its worker.
         """
         _check_timeout("timeout", timeout)
-        handle = self._dispatch(target, args, kwargs)
-        if not handle.wait(timeout):
+        name, request, buffers, submitted, cost = self._encode(target, args, kwargs)
+        status, kind, reply, worker, call_id = self._engine.call(
+            name, request, buffers, timeout, submitted, cost)
+        if status == _wire.STATUS_TIMED_OUT:
             assert timeout is not None
-            raise self._timeout_error(target, timeout, handle)
-        handle.claim()
-        return self._reply_value(handle, target, args, kwargs)
+            busy_worker, seconds = self._busy_worker(call_id)
+            raise CallTimeoutError(name, timeout, worker=busy_worker, running_seconds=seconds)
+        if status in (_wire.STATUS_CLOSED, _wire.STATUS_BROKEN):
+            raise self._refusal(status, name)
+        assert reply is not None
+        return self._reply_value(status, kind, reply, worker, target, args, kwargs)
 
     def map(  # type: ignore[override]  # a list, not a lazy iterator: see docstring
             self, fn: Callable[..., Any] | str, *iterables: Iterable[Any],
@@ -341,12 +347,15 @@ class InterpreterPool(Executor):
                 if not handle.wait(remaining):
                     assert timeout is not None
                     pending.insert(0, (start, handle))
-                    busy = self._busy_worker(handle)
+                    busy = self._busy_worker(handle.id)
                     raise CallTimeoutError(_targets.describe(fn), timeout, worker=busy[0],
                                            running_seconds=busy[1], completed=len(results),
                                            total=len(items))
                 handle.claim()
-                values, failed, error = self._reply_value(handle, fn, (), {}, chunk_start=start)
+                handle.release()
+                values, failed, error = self._reply_value(
+                    handle.status, handle.reply_kind, handle.reply, handle.worker, fn, (), {},
+                    chunk_start=start)
                 results.extend(values)
                 if failed >= 0:
                     raise _remote_error(_wire.loads(error), target=_targets.describe(fn),
@@ -438,26 +447,36 @@ class InterpreterPool(Executor):
 
     # -------------------------------------------------------------- internals
 
-    def _dispatch(self, target: object, args: tuple[Any, ...], kwargs: dict[str, Any], *,
-                  owner: object = None, mode: str = "call", item_index: int = -1,
-                  item_count: int = 1) -> _core.CallHandle:
+    def _encode(self, target: object, args: tuple[Any, ...], kwargs: dict[str, Any],
+                mode: str = "call", item_index: int = -1
+                ) -> tuple[str, bytes, list[Any], int, int]:
+        """(display name, request, out-of-band buffers, submitted ns, serialize ns)."""
         spec, name = _targets.normalize(target)
         if self._closed:
             raise PoolClosedError(f"the pool is closed; cannot call {name!r}")
         submitted = _core.monotonic_ns()
         try:
-            request = _wire.dumps((spec, mode, args, kwargs))
+            request, buffers = _wire.encode_request(spec, mode, args, kwargs)
         except Exception:
             raise self._argument_error(target, args, kwargs, mode, item_index) from None
-        serialized = _core.monotonic_ns()
-        status, handle = self._engine.submit(name, request, item_index, item_count, owner,
-                                             submitted, serialized - submitted)
-        if status == "closed":
-            raise PoolClosedError(f"the pool is closed; cannot call {name!r}")
-        if status == "broken":
-            raise PoolBrokenError(f"every worker of the pool has died; cannot call {name!r}")
-        assert handle is not None
+        return name, request, buffers, submitted, _core.monotonic_ns() - submitted
+
+    def _dispatch(self, target: object, args: tuple[Any, ...], kwargs: dict[str, Any], *,
+                  owner: object = None, mode: str = "call", item_index: int = -1,
+                  item_count: int = 1) -> _core.CallHandle:
+        name, request, buffers, submitted, cost = self._encode(target, args, kwargs, mode,
+                                                               item_index)
+        status, handle = self._engine.submit(name, request, buffers, item_index, item_count,
+                                             owner, submitted, cost)
+        if handle is None:
+            raise self._refusal(status, name)
         return handle
+
+    @staticmethod
+    def _refusal(status: str | int, name: str) -> InterpRpcError:
+        if status in ("closed", _wire.STATUS_CLOSED):
+            return PoolClosedError(f"the pool is closed; cannot call {name!r}")
+        return PoolBrokenError(f"every worker of the pool has died; cannot call {name!r}")
 
     def _argument_error(self, target: object, args: tuple[Any, ...], kwargs: dict[str, Any],
                         mode: str, item_index: int) -> ShareabilityError:
@@ -476,19 +495,24 @@ class InterpreterPool(Executor):
                                                  culprit.reason, item_index=item_index + offset)
         return ShareabilityError("the arguments", "tuple", "pickling the request failed")
 
-    def _reply_value(self, handle: _core.CallHandle, target: object, args: tuple[Any, ...],
-                     kwargs: dict[str, Any], chunk_start: int | None = None) -> Any:
+    def _reply_value(self, status: int, kind: int, reply: bytes, worker: int, target: object,
+                     args: tuple[Any, ...], kwargs: dict[str, Any],
+                     chunk_start: int | None = None) -> Any:
         """The call's return value, or the error it stands for, raised."""
+        if status == _wire.STATUS_REPLIED and kind == _wire.RETURNED:
+            try:
+                return _wire.loads(reply)
+            except Exception as exc:
+                raise ShareabilityError("return value", "unknown",
+                                        f"it could not be loaded here: {exc}") from None
         name = _targets.describe(target)
-        outcome = handle.outcome
-        if outcome == "cancelled":
+        if status == _wire.STATUS_CANCELLED:
             raise CancelledError()
-        if outcome == "worker_died":
-            raise WorkerDiedError(name, handle.reply.decode("utf-8", "replace"))
-        if outcome == "pool_broken":
+        if status == _wire.STATUS_WORKER_DIED:
+            raise WorkerDiedError(name, reply.decode("utf-8", "replace"))
+        if status == _wire.STATUS_POOL_BROKEN:
             raise PoolBrokenError(f"every worker of the pool has died; call to {name!r} "
                                   "never ran")
-        kind, reply = handle.reply_kind, handle.reply
         if kind == _wire.RETURNED:
             try:
                 return _wire.loads(reply)
@@ -496,7 +520,7 @@ class InterpreterPool(Executor):
                 raise ShareabilityError("return value", "unknown",
                                         f"it could not be loaded here: {exc}") from None
         if kind == _wire.RAISED:
-            raise _remote_error(_wire.loads(reply), target=name, worker=handle.worker,
+            raise _remote_error(_wire.loads(reply), target=name, worker=worker,
                                 item_index=chunk_start)
         if kind == _wire.RESULT_UNSHAREABLE:
             culprit = _wire.loads(reply)
@@ -533,17 +557,12 @@ class InterpreterPool(Executor):
         return ShareabilityError("the arguments", "unknown",
                                  f"the worker could not load them: {message}")
 
-    def _busy_worker(self, handle: _core.CallHandle) -> tuple[int | None, float | None]:
+    def _busy_worker(self, call_id: int) -> tuple[int | None, float | None]:
+        """(worker, seconds) of the worker running call ``call_id``, if one is."""
         for w in self._engine.status():
-            if w["call_id"] == handle.id:
+            if w["call_id"] == call_id:
                 return int(w["index"]), float(w["busy_seconds"])
         return None, None
-
-    def _timeout_error(self, target: object, timeout: float,
-                       handle: _core.CallHandle) -> CallTimeoutError:
-        worker, seconds = self._busy_worker(handle)
-        return CallTimeoutError(_targets.describe(target), timeout, worker=worker,
-                                running_seconds=seconds)
 
 
 def build_info() -> dict[str, object]:

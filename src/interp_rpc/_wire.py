@@ -30,8 +30,60 @@ SETUP_FAILED = 5  # reply: pickled describe_exception() of what init= raised
 ENGINE_ERROR = 100  # reply: UTF-8 text from the C++ engine
 
 
+# Outcome codes of a call, as the engine reports them (_core.cpp, call_status).
+STATUS_REPLIED = 0
+STATUS_WORKER_DIED = 1
+STATUS_CANCELLED = 2
+STATUS_POOL_BROKEN = 3
+STATUS_TIMED_OUT = 4
+STATUS_CLOSED = 5
+STATUS_BROKEN = 6
+
+#: Top-level bytes and bytearray arguments at least this large cross without
+#: being copied: the worker reads the caller's memory through a read-only
+#: memoryview. memoryview arguments always do.
+ZERO_COPY_THRESHOLD = 64 * 1024
+
+_BUFFER_TYPES = (bytes, bytearray, memoryview)
+
+
 def dumps(value: object) -> bytes:
     return pickle.dumps(value, protocol=PROTOCOL)
+
+
+def _zero_copy(value: Any) -> Any:
+    kind = type(value)
+    if kind is memoryview:
+        return pickle.PickleBuffer(value if value.contiguous else value.tobytes())
+    if (kind is bytes or kind is bytearray) and len(value) >= ZERO_COPY_THRESHOLD:
+        return pickle.PickleBuffer(value)
+    return value
+
+
+def _with_zero_copy(values: tuple[Any, ...] | list[Any]) -> Any:
+    if not any(type(v) in _BUFFER_TYPES for v in values):
+        return values
+    return type(values)(_zero_copy(v) for v in values)
+
+
+def encode_request(
+    spec: tuple[str, str], mode: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[bytes, list[pickle.PickleBuffer]]:
+    """The request bytes, and the buffers that cross out of band (not copied).
+
+    For a map chunk (mode "chunk"/"starchunk"), args is (items,) and the items
+    are the top-level values.
+    """
+    if mode == "call":
+        args = _with_zero_copy(args)
+        if kwargs and any(type(v) in _BUFFER_TYPES for v in kwargs.values()):
+            kwargs = {k: _zero_copy(v) for k, v in kwargs.items()}
+    else:
+        args = (_with_zero_copy(args[0]),)
+    buffers: list[pickle.PickleBuffer] = []
+    data = pickle.dumps((spec, mode, args, kwargs), protocol=PROTOCOL,
+                        buffer_callback=buffers.append)
+    return data, buffers
 
 
 def describe_exception(exc: BaseException) -> dict[str, str]:
