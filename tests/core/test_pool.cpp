@@ -30,8 +30,14 @@ def setup(config):
         time.sleep(1.0)
     return 0, b""
 
+kept = []
+
 def execute(request, buffers):
     data = bytes(request)
+    if data == b"keep":
+        kept.append(buffers[0][1:])  # a derived view, outliving the call
+    if data == b"write":
+        buffers[0][0] = 0
     if data.startswith(b"sleep:"):
         time.sleep(float(data[6:]))
     if data == b"raise":
@@ -134,6 +140,25 @@ TEST_CASE("out-of-band buffers reach the worker as read-only views") {
   p.submit(c);
   REQUIRE(c->wait_for(-1));
   CHECK(c->reply() == "head|" + first + second);
+  p.close(false, -1);
+}
+
+TEST_CASE("buffer views are read-only, and a view kept past the call is detected") {
+  gil_released unlocked;
+  pool p(options_for(1), ignore_completions());
+  REQUIRE(p.wait_ready(-1)[0].ok);
+  std::string memory = "caller-owned";
+  auto write = make_call(1, "write", {{memory.data(), static_cast<Py_ssize_t>(memory.size())}});
+  auto plain = make_call(2, "plain", {{memory.data(), static_cast<Py_ssize_t>(memory.size())}});
+  auto keep = make_call(3, "keep", {{memory.data(), static_cast<Py_ssize_t>(memory.size())}});
+  for (const auto& c : {write, plain, keep}) p.submit(c);
+  for (const auto& c : {write, plain, keep}) REQUIRE(c->wait_for(-1));
+  CHECK(write->reply_kind() == 100);
+  CHECK(write->reply().find("TypeError") != std::string::npos);  // cannot modify read-only memory
+  CHECK(memory == "caller-owned");
+  CHECK_FALSE(write->buffers_retained.load());
+  CHECK_FALSE(plain->buffers_retained.load());
+  CHECK(keep->buffers_retained.load());
   p.close(false, -1);
 }
 
