@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 SHAREABLE_VALUES_HELP = (
     "Shareable values: str, bytes, bytearray, memoryview, int, float, complex, bool, None, "
     "and any nesting of list, tuple, dict, set and frozenset built from those, plus "
@@ -12,12 +14,15 @@ SHAREABLE_VALUES_HELP = (
 )
 
 SUBINTERPRETER_EXTENSION_HELP = (
-    "This C extension module was not built for isolated subinterpreters: it does not "
+    "The C extension module {module} was not built for isolated subinterpreters: it does not "
     "declare Py_mod_multiple_interpreters support, so Python refuses to import it in an "
     "interpreter with its own GIL. This is a limitation of that extension, not of your "
     "code (numpy, pyzmq and psutil refuse today). Import it only in the main interpreter, "
     "or run the code that needs it in a process pool."
 )
+
+
+_REFUSED_EXTENSION = re.compile(r"module (\S+) does not support loading in subinterpreters")
 
 
 class InterpRpcError(Exception):
@@ -163,9 +168,10 @@ class WorkerInitFailure:
         self.timed_out = timed_out
         self.error = error
         self.detail = detail
-        self.refused_extension = error is not None and (
-            "does not support loading in subinterpreters" in error.remote_message
-        )
+        refused = _REFUSED_EXTENSION.search(error.remote_message) if error is not None else None
+        #: The C extension module that refused to load in a subinterpreter, if that was the cause.
+        self.refused_module = refused.group(1) if refused else None
+        self.refused_extension = refused is not None
 
     def __str__(self) -> str:
         if self.timed_out:
@@ -173,8 +179,8 @@ class WorkerInitFailure:
         if self.error is None:
             return f"worker {self.worker}: {self.detail}"
         text = f"worker {self.worker}: init raised {self.error}"
-        if self.refused_extension:
-            text += f"\n\n{SUBINTERPRETER_EXTENSION_HELP}"
+        if self.refused_module is not None:
+            text += "\n\n" + SUBINTERPRETER_EXTENSION_HELP.format(module=self.refused_module)
         return text
 
     def __repr__(self) -> str:
@@ -182,14 +188,34 @@ class WorkerInitFailure:
 
 
 class PoolInitError(InterpRpcError):
-    """init= failed or timed out in one or more workers; every worker was torn down."""
+    """init= failed or timed out in one or more workers; every worker was torn down.
+
+    ``failures`` has one WorkerInitFailure per failing worker. The message
+    groups workers that failed the same way, so a pool of 16 workers that all
+    hit the same ImportError shows it once.
+    """
 
     def __init__(self, failures: list[WorkerInitFailure], *, init_timeout: float | None) -> None:
         self.failures = failures
         self.init_timeout = init_timeout
-        timed_out = [f.worker for f in failures if f.timed_out]
         summary = f"{len(failures)} worker(s) failed to start"
-        if timed_out and init_timeout is not None:
+        if any(f.timed_out for f in failures) and init_timeout is not None:
             summary += f" (init_timeout={init_timeout:g} s)"
-        details = "\n\n".join(str(f) for f in failures)
-        super().__init__(f"{summary}:\n\n{details}")
+        super().__init__(f"{summary}:\n\n" + "\n\n".join(_grouped(failures)))
+
+
+def _grouped(failures: list[WorkerInitFailure]) -> list[str]:
+    groups: dict[tuple[object, ...], list[WorkerInitFailure]] = {}
+    for f in failures:
+        e = f.error
+        key = (f.timed_out, f.detail) + (
+            (e.remote_type, e.remote_message, e.remote_traceback) if e is not None else ())
+        groups.setdefault(key, []).append(f)
+    texts = []
+    for members in groups.values():
+        text = str(members[0])
+        if len(members) > 1:
+            names = ", ".join(str(m.worker) for m in members)
+            text = text.replace(f"worker {members[0].worker}", f"workers {names}", 1)
+        texts.append(text)
+    return texts

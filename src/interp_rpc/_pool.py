@@ -204,8 +204,18 @@ _live_pools: weakref.WeakSet[InterpreterPool] = weakref.WeakSet()
 
 
 def _close_open_pools_at_exit() -> None:
+    """Runs before CPython destroys leftover subinterpreters: stop our workers,
+    giving running calls EXIT_TIMEOUT seconds. A worker still running a call
+    after that is abandoned: CPython's finalization parks its thread for good,
+    and the process exits with its own exit code."""
+    abandoned = False
     for pool in list(_live_pools):
-        pool.close(wait=False, timeout=EXIT_TIMEOUT)
+        abandoned |= pool._stop(wait=False, timeout=EXIT_TIMEOUT, at_exit=True)
+    if abandoned:
+        # We already named the stuck workers; CPython's generic warning about
+        # "remaining subinterpreters" would only confuse.
+        warnings.filterwarnings("ignore", message="remaining subinterpreters",
+                                category=RuntimeWarning)
 
 
 atexit.register(_close_open_pools_at_exit)
@@ -378,25 +388,32 @@ class InterpreterPool(Executor):
         with a RuntimeWarning naming each of them, and returns.
         """
         _check_timeout("timeout", timeout)
-        with self._lock:
-            self._closed = True
-        _live_pools.discard(self)
-        stuck = self._engine.close(cancel_pending=not wait, timeout=timeout)
-        if stuck:
-            names = "; ".join(
-                f"worker {index} running {target!r} for {seconds:.1f} s"
-                for index, target, seconds in stuck)
-            warnings.warn(
-                f"InterpreterPool.close() gave up after {timeout:g} s on {len(stuck)} stuck "
-                f"worker(s): {names}. A running call cannot be interrupted; its thread is "
-                "left to finish on its own.", RuntimeWarning, stacklevel=2)
+        self._stop(wait=wait, timeout=timeout)
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
-        """The Executor spelling of close(): ``wait=False`` returns at once."""
+        """The Executor spelling of close(): ``wait=False`` returns at once,
+        leaving the workers to finish queued calls on their own."""
+        self._stop(wait=True, cancel=cancel_futures, timeout=None if wait else 0, warn=False)
+
+    def _stop(self, *, wait: bool, timeout: float | None, cancel: bool | None = None,
+              warn: bool = True, at_exit: bool = False) -> bool:
+        """Close the engine; True if some worker was left running a call."""
         with self._lock:
             self._closed = True
-        _live_pools.discard(self)
-        self._engine.close(cancel_pending=cancel_futures, timeout=None if wait else 0)
+        stuck = self._engine.close(cancel_pending=not wait if cancel is None else cancel,
+                                   timeout=timeout)
+        if not stuck:
+            _live_pools.discard(self)  # every worker has exited
+            return False
+        if warn or at_exit:
+            names = "; ".join(f"worker {index} running {target!r} for {seconds:.1f} s"
+                              for index, target, seconds in stuck)
+            who = "interp-rpc, at interpreter exit," if at_exit else "InterpreterPool.close()"
+            warnings.warn(
+                f"{who} gave up after {timeout:g} s on {len(stuck)} stuck worker(s): {names}. "
+                "A running call cannot be interrupted; its thread is left to finish on its own.",
+                RuntimeWarning, stacklevel=3)
+        return True
 
     def __enter__(self) -> Self:
         return self

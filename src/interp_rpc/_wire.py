@@ -86,12 +86,19 @@ def encode_request(
     return data, buffers
 
 
-def describe_exception(exc: BaseException) -> dict[str, str]:
+def describe_exception(exc: BaseException, skip_frames: int = 0) -> dict[str, str]:
     """An exception as plain strings: type, module, message and full traceback.
 
     The traceback text includes chained causes and ``__notes__``, exactly as
-    the interpreter would print it.
+    the interpreter would print it. ``skip_frames`` drops that many outermost
+    frames (interp-rpc's own, which only show how the call was made).
     """
+    tb = exc.__traceback__
+    for _ in range(skip_frames):
+        if tb is None or tb.tb_next is None:
+            break
+        tb = tb.tb_next
+    exc = exc.with_traceback(tb)
     cls = type(exc)
     return {
         "type_name": cls.__name__,

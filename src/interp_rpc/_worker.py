@@ -71,7 +71,7 @@ def setup(config_view: memoryview) -> tuple[int, bytes]:
             main_globals = sys.modules["__main__"].__dict__
             exec(compile(init, "<init>", "exec"), main_globals)
     except BaseException as exc:
-        return wire.SETUP_FAILED, wire.dumps(wire.describe_exception(exc))
+        return wire.SETUP_FAILED, wire.dumps(wire.describe_exception(exc, skip_frames=1))
     return wire.RETURNED, b""
 
 
@@ -140,7 +140,8 @@ def _run_chunk(
         try:
             results.append(fn(*item) if star else fn(item))
         except BaseException as exc:
-            return results, index, wire.dumps(wire.describe_exception(exc))
+            # Skip this frame: the traceback starts in the target.
+            return results, index, wire.dumps(wire.describe_exception(exc, skip_frames=1))
     return results, -1, None
 
 
@@ -169,7 +170,10 @@ def execute(request: memoryview, buffers: list[memoryview]) -> tuple[int, bytes,
         else:
             result = _run_chunk(fn, args[0], star=mode == "starchunk")
     except BaseException as exc:
-        return wire.RAISED, wire.dumps(wire.describe_exception(exc)), loaded - started, 0
+        # A target's own error: skip execute()'s frame (a chunk's error is
+        # described inside _run_chunk).
+        return wire.RAISED, wire.dumps(wire.describe_exception(exc, skip_frames=1)), \
+            loaded - started, 0
     finished = time.perf_counter_ns()
     try:
         reply = wire.dumps(result)
