@@ -128,15 +128,13 @@ void acquire_buffers(const py::list& objects, core::call& c, std::vector<core::b
 }
 
 // Outcome codes returned by engine.call() (see _pool.py).
-enum call_status : int {
-  status_replied = 0,
-  status_worker_died = 1,
-  status_cancelled = 2,
-  status_pool_broken = 3,
-  status_timed_out = 4,
-  status_closed = 5,
-  status_broken = 6,
-};
+constexpr int status_replied = 0;
+constexpr int status_worker_died = 1;
+constexpr int status_cancelled = 2;
+constexpr int status_pool_broken = 3;
+constexpr int status_timed_out = 4;
+constexpr int status_closed = 5;
+constexpr int status_broken = 6;
 
 int status_of(core::call_outcome outcome) {
   switch (outcome) {
