@@ -1,0 +1,44 @@
+"""`pip install .` works: the scikit-build-core wheel installs into a fresh venv
+and runs a pool there, with nothing from the ./dev build on the path."""
+
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+def test_wheel_installs_and_runs_in_a_fresh_venv(tmp_path: Path) -> None:
+    wheels = tmp_path / "wheels"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps",
+         "-w", str(wheels), str(REPO)],
+        check=True, capture_output=True, text=True,
+    )
+    (wheel,) = wheels.glob("interp_rpc-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "interp_rpc/py.typed" in names
+    assert "interp_rpc/_worker.py" in names
+    assert any(n.startswith("interp_rpc/_core.") and n.endswith(".so") for n in names)
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([venv / "bin" / "python", "-m", "pip", "install", "--no-index", "--no-deps",
+                    str(wheel)], check=True, capture_output=True)
+    script = (
+        "import interp_rpc, json\n"
+        "from interp_rpc import InterpreterPool\n"
+        "if __name__ == '__main__':\n"
+        "    with InterpreterPool(workers=2) as pool:\n"
+        "        print(json.dumps([interp_rpc.__file__, pool.map('builtins.abs', [-1, -2])]))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    out = subprocess.run([venv / "bin" / "python", "-c", script], check=True,
+                         capture_output=True, text=True, env=env, cwd=tmp_path).stdout
+    assert str(venv) in out
+    assert out.strip().endswith("[1, 2]]")
