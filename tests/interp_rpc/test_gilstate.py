@@ -1,0 +1,20 @@
+"""C code that re-enters Python with PyGILState_Ensure, inside a worker."""
+
+import sys
+from pathlib import Path
+
+from interp_rpc import InterpreterPool
+
+
+def test_ctypes_callbacks_run_in_the_worker_interpreter() -> None:
+    sys.path.insert(0, str(Path(__file__).parent / "workers"))
+    try:
+        with InterpreterPool(workers=2, init="import gilstate_callbacks") as pool:
+            values = [5, 3, 9, 1, 7]
+            ordered, callback_interpreter = pool.call("gilstate_callbacks.sort_with_qsort", values)
+            assert ordered == sorted(values)
+            assert callback_interpreter != 0  # not the main interpreter
+            workers = set(pool.map("gilstate_callbacks.current_interpreter", range(20)))
+            assert callback_interpreter in workers
+    finally:
+        sys.path.remove(str(Path(__file__).parent / "workers"))
