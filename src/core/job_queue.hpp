@@ -1,4 +1,8 @@
-// The queue every worker takes its calls from (many producers, many consumers).
+// The queue workers take their calls from (many producers, many consumers).
+//
+// Most calls go to the shared lane and run on whichever worker is free.
+// A call can also be pinned to one worker (running a notebook cell in every
+// worker's __main__ needs that); a worker serves its own lane first.
 #pragma once
 
 #include <atomic>
@@ -17,20 +21,26 @@ inline constexpr std::int64_t pop_spin_ns = 50'000;
 
 class job_queue {
  public:
+  explicit job_queue(int workers);
+
   enum class push_result { queued, closed, broken };
 
-  push_result push(call_ptr c);
+  // Queues a call for any worker (`worker` < 0) or for that worker only.
+  push_result push(call_ptr c, int worker = -1);
   // The number of wake_up() calls so far; pass it to pop().
   unsigned generation() const;
-  // Blocks until a call is available. Returns null once the queue is closed
-  // and empty, or if wake_up() was called since `seen_generation` was read.
-  call_ptr pop(unsigned seen_generation);
+  // Blocks until a call for `worker` is available. Returns null once the
+  // queue is closed and has nothing for it, or if wake_up() was called since
+  // `seen_generation` was read.
+  call_ptr pop(int worker, unsigned seen_generation);
   // Makes pop() return so workers look at their control flags (faults).
   // Queued calls stay queued.
   void wake_up();
 
   // Takes a call out of the queue if it is still there (not started).
   bool remove(const call_ptr& c);
+  // Hands back the calls pinned to a worker that will never take them.
+  std::vector<call_ptr> drain_pinned(int worker);
 
   // No new calls are accepted; queued calls still run (close(wait=True)).
   void close();
@@ -43,9 +53,13 @@ class job_queue {
   bool closed() const;
 
  private:
+  std::vector<call_ptr> take_all_locked();
+  void update_size_locked();
+
   mutable std::mutex m_mutex;
   std::condition_variable m_cv;
-  std::deque<call_ptr> m_calls;
+  std::deque<call_ptr> m_shared;
+  std::vector<std::deque<call_ptr>> m_pinned;
   bool m_closed = false;
   bool m_broken = false;
   // Readable without the mutex, for the spin before sleeping.

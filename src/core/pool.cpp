@@ -152,6 +152,7 @@ void run_call(PyObject* execute, PyObject* lease_type, call& c, int& kind, std::
 pool::shared_state::shared_state(pool_options options_, completion_callback on_complete_)
     : options(std::move(options_)),
       on_complete(std::move(on_complete_)),
+      queue(options.workers),
       board_ptr(std::make_shared<status_board>(options.workers)),
       board(*board_ptr),
       log(options.call_log_capacity),
@@ -183,6 +184,10 @@ void pool::shared_state::finish(const call_ptr& c, call_outcome outcome, int rep
 
 void pool::shared_state::worker_died(int index, const std::string& detail) {
   board.mark_dead(index, detail);
+  for (const call_ptr& c : queue.drain_pinned(index)) {
+    finish(c, call_outcome::worker_died,
+           0, "worker " + std::to_string(index) + " died before running it: " + detail, index);
+  }
   bool now_broken = false;
   {
     std::lock_guard lock(mutex);
@@ -265,7 +270,7 @@ void pool::worker_main(std::shared_ptr<shared_state> shared, int index) {
         call_ptr c;
         {
           gil_released unlocked;
-          c = s.queue.pop(generation);
+          c = s.queue.pop(index, generation);
         }
         if (!c) {
           if (s.queue.closed() && s.peek_fault(index) == worker_fault::none) break;
@@ -366,9 +371,13 @@ std::vector<init_report> pool::wait_ready(std::int64_t timeout_ns) {
   return s.init;
 }
 
-job_queue::push_result pool::submit(const call_ptr& c) {
+job_queue::push_result pool::submit(const call_ptr& c, int worker) {
   c->timing.enqueued_ns = now_ns();
-  return m_shared->queue.push(c);
+  if (worker >= workers()) return job_queue::push_result::broken;
+  if (worker >= 0 && m_shared->board.state(worker) == worker_state::dead) {
+    return job_queue::push_result::broken;
+  }
+  return m_shared->queue.push(c, worker);
 }
 
 bool pool::cancel(const call_ptr& c) {

@@ -81,7 +81,9 @@ class pool {
   // Blocking. Waits until every worker finished setup() or the timeout passed.
   std::vector<init_report> wait_ready(std::int64_t timeout_ns);
 
-  job_queue::push_result submit(const call_ptr& c);
+  // Queues a call for any worker, or (worker >= 0) for that worker only;
+  // a call for a dead or missing worker is refused as broken.
+  job_queue::push_result submit(const call_ptr& c, int worker = -1);
   // Fails a call as cancelled if no worker has taken it yet.
   bool cancel(const call_ptr& c);
 

@@ -220,11 +220,11 @@ class engine {
   // Queues a call. Returns ("queued", handle), or ("closed"/"broken", None).
   py::tuple submit(std::string target, const py::bytes& request, const py::list& buffers,
                    std::int64_t item_index, std::int64_t item_count, const py::object& owner,
-                   std::int64_t submitted_ns, std::int64_t serialize_ns) {
+                   std::int64_t submitted_ns, std::int64_t serialize_ns, int worker) {
     core::call_ptr c = make_call(std::move(target), request, buffers, item_index, item_count,
                                  submitted_ns, serialize_ns);
     if (!owner.is_none()) c->completion_owner = owner.inc_ref().ptr();
-    const char* refused = push(c);
+    const char* refused = push(c, worker);
     if (refused != nullptr) return py::make_tuple(refused, py::none());
     return py::make_tuple("queued", call_handle(c));
   }
@@ -342,8 +342,8 @@ class engine {
   }
 
   // Queues the call; on refusal releases what it holds and says why.
-  const char* push(const core::call_ptr& c) {
-    const auto result = m_pool->submit(c);
+  const char* push(const core::call_ptr& c, int worker = -1) {
+    const auto result = m_pool->submit(c, worker);
     if (result == core::job_queue::push_result::queued) return nullptr;
     c->try_claim();
     release_call_resources(*c, c->target);
@@ -400,7 +400,8 @@ PYBIND11_MODULE(_core, m) {
       .def("wait_ready", &engine::wait_ready, py::arg("timeout") = py::none())
       .def("submit", &engine::submit, py::arg("target"), py::arg("request"), py::arg("buffers"),
            py::arg("item_index") = -1, py::arg("item_count") = 1, py::arg("owner") = py::none(),
-           py::arg("submitted_ns") = 0, py::arg("serialize_ns") = 0)
+           py::arg("submitted_ns") = 0, py::arg("serialize_ns") = 0, py::arg("worker") = -1,
+           "Queue a call for any worker, or for one worker (worker >= 0).")
       .def("call", &engine::call, py::arg("target"), py::arg("request"), py::arg("buffers"),
            py::arg("timeout") = py::none(), py::arg("submitted_ns") = 0,
            py::arg("serialize_ns") = 0)

@@ -37,6 +37,7 @@ class Engine:
         owner: object = None,
         submitted_ns: int = 0,
         serialize_ns: int = 0,
+        worker: int = -1,
     ) -> tuple[str, CallHandle | None]: ...
     def call(
         self,

@@ -377,6 +377,42 @@ class InterpreterPool(Executor):
             raise
         return results
 
+    def _on_every_worker(self, target: object, args: tuple[Any, ...] = (),
+                         kwargs: dict[str, Any] | None = None, timeout: float | None = None
+                         ) -> list[Any | BaseException]:
+        """Run ``target`` once in each worker (for notebook cells that define
+        things everywhere). One entry per worker: its result, or the error it
+        stands for. ``timeout`` is a deadline for all of them."""
+        kwargs = kwargs or {}
+        deadline = None if timeout is None else time.monotonic() + timeout
+        handles: list[_core.CallHandle | BaseException] = []
+        for index in range(self.workers):
+            try:
+                handles.append(self._dispatch(target, args, kwargs, worker=index))
+            except PoolBrokenError:
+                handles.append(WorkerDiedError(_targets.describe(target),
+                                               f"worker {index} is dead"))
+        outcomes: list[Any | BaseException] = []
+        for handle in handles:
+            if isinstance(handle, BaseException):
+                outcomes.append(handle)
+                continue
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not handle.wait(remaining):
+                assert timeout is not None
+                busy, seconds = self._busy_worker(handle.id)
+                outcomes.append(CallTimeoutError(_targets.describe(target), timeout,
+                                                 worker=busy, running_seconds=seconds))
+                continue
+            handle.claim()
+            handle.release()
+            try:
+                outcomes.append(self._reply_value(handle.status, handle.reply_kind, handle.reply,
+                                                  handle.worker, target, args, kwargs))
+            except InterpRpcError as exc:
+                outcomes.append(exc)
+        return outcomes
+
     # -------------------------------------------------------------- lifecycle
 
     def close(self, wait: bool = True, timeout: float | None = None) -> None:
@@ -480,11 +516,11 @@ class InterpreterPool(Executor):
 
     def _dispatch(self, target: object, args: tuple[Any, ...], kwargs: dict[str, Any], *,
                   owner: object = None, mode: str = "call", item_index: int = -1,
-                  item_count: int = 1) -> _core.CallHandle:
+                  item_count: int = 1, worker: int = -1) -> _core.CallHandle:
         name, request, buffers, submitted, cost = self._encode(target, args, kwargs, mode,
                                                                item_index)
         status, handle = self._engine.submit(name, request, buffers, item_index, item_count,
-                                             owner, submitted, cost)
+                                             owner, submitted, cost, worker)
         if handle is None:
             raise self._refusal(status, name)
         return handle

@@ -13,19 +13,19 @@ call_ptr make_call(std::uint64_t id) {
 }  // namespace
 
 TEST_CASE("job_queue hands calls out in order and stops after close") {
-  job_queue q;
+  job_queue q(3);
   CHECK(q.push(make_call(1)) == job_queue::push_result::queued);
   CHECK(q.push(make_call(2)) == job_queue::push_result::queued);
   q.close();
   CHECK(q.push(make_call(3)) == job_queue::push_result::closed);
-  CHECK(q.pop(q.generation())->id == 1);
-  CHECK(q.pop(q.generation())->id == 2);
-  CHECK(q.pop(q.generation()) == nullptr);  // closed and empty: a worker would exit
+  CHECK(q.pop(0, q.generation())->id == 1);
+  CHECK(q.pop(0, q.generation())->id == 2);
+  CHECK(q.pop(0, q.generation()) == nullptr);  // closed and empty: a worker would exit
   CHECK(q.closed());
 }
 
 TEST_CASE("job_queue close_and_drain returns what was queued") {
-  job_queue q;
+  job_queue q(3);
   q.push(make_call(1));
   q.push(make_call(2));
   const auto drained = q.close_and_drain();
@@ -36,44 +36,44 @@ TEST_CASE("job_queue close_and_drain returns what was queued") {
 }
 
 TEST_CASE("job_queue break_and_drain refuses everything afterwards") {
-  job_queue q;
+  job_queue q(3);
   q.push(make_call(1));
   CHECK(q.break_and_drain().size() == 1);
   CHECK(q.push(make_call(2)) == job_queue::push_result::broken);
 }
 
 TEST_CASE("job_queue remove takes out only a call that is still queued") {
-  job_queue q;
+  job_queue q(3);
   auto a = make_call(1);
   auto b = make_call(2);
   q.push(a);
   q.push(b);
   CHECK(q.remove(a));
   CHECK_FALSE(q.remove(a));
-  CHECK(q.pop(q.generation()) == b);
+  CHECK(q.pop(0, q.generation()) == b);
 }
 
 TEST_CASE("job_queue wake_up releases a blocked pop without losing calls") {
-  job_queue q;
+  job_queue q(3);
   call_ptr got = make_call(99);
   const unsigned generation = q.generation();
-  std::thread consumer([&] { got = q.pop(generation); });
+  std::thread consumer([&] { got = q.pop(0, generation); });
   q.wake_up();
   consumer.join();
   CHECK(got == nullptr);
   q.push(make_call(5));
-  CHECK(q.pop(q.generation())->id == 5);
+  CHECK(q.pop(0, q.generation())->id == 5);
 }
 
 TEST_CASE("job_queue delivers every call exactly once to concurrent consumers") {
-  job_queue q;
+  job_queue q(3);
   constexpr int n = 2000;
   std::atomic<int> seen{0};
   std::atomic<std::uint64_t> id_sum{0};
   std::vector<std::thread> consumers;
   for (int i = 0; i < 3; ++i) {
-    consumers.emplace_back([&] {
-      while (auto c = q.pop(q.generation())) {
+    consumers.emplace_back([&, i] {
+      while (auto c = q.pop(i, q.generation())) {
         seen.fetch_add(1);
         id_sum.fetch_add(c->id);
       }
@@ -84,4 +84,29 @@ TEST_CASE("job_queue delivers every call exactly once to concurrent consumers") 
   for (auto& t : consumers) t.join();
   CHECK(seen.load() == n);
   CHECK(id_sum.load() == static_cast<std::uint64_t>(n) * (n + 1) / 2);
+}
+
+TEST_CASE("a pinned call goes to its worker only, before shared calls") {
+  job_queue q(2);
+  q.push(make_call(1));
+  q.push(make_call(2), 1);
+  CHECK(q.size() == 2);
+  CHECK(q.pop(1, q.generation())->id == 2);  // its own lane first
+  CHECK(q.pop(0, q.generation())->id == 1);
+  q.push(make_call(3), 1);
+  q.close();
+  CHECK(q.pop(0, q.generation()) == nullptr);  // nothing for worker 0
+  CHECK(q.pop(1, q.generation())->id == 3);
+}
+
+TEST_CASE("drain_pinned hands back one worker's calls") {
+  job_queue q(2);
+  q.push(make_call(1), 0);
+  q.push(make_call(2), 1);
+  q.push(make_call(3));
+  const auto drained = q.drain_pinned(1);
+  REQUIRE(drained.size() == 1);
+  CHECK(drained[0]->id == 2);
+  CHECK(q.size() == 2);
+  CHECK(q.close_and_drain().size() == 2);
 }

@@ -129,6 +129,39 @@ TEST_CASE("workers start, each in its own interpreter, and answer calls") {
   CHECK(p.submit(make_call(999, "late")) == job_queue::push_result::closed);
 }
 
+TEST_CASE("a call pinned to a worker runs on that worker; a dead worker's pinned calls fail") {
+  gil_released unlocked;
+  pool p(options_for(2), ignore_completions());
+  REQUIRE(p.wait_ready(-1).size() == 2);
+  std::vector<call_ptr> calls;
+  for (int round = 0; round < 10; ++round) {
+    for (int w = 0; w < 2; ++w) {
+      calls.push_back(make_call(calls.size() + 1, "pinned"));
+      REQUIRE(p.submit(calls.back(), w) == job_queue::push_result::queued);
+    }
+  }
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    REQUIRE(calls[i]->wait_for(-1));
+    CHECK(calls[i]->worker_index() == static_cast<int>(i % 2));
+  }
+  CHECK(p.submit(make_call(100, "nowhere"), 5) == job_queue::push_result::broken);
+  // Worker 1 dies on its next call; a second call pinned to it then fails.
+  auto blocker = make_call(101, "sleep:0.2");
+  p.submit(blocker, 1);
+  wait_until([&] { return p.status()[1].state == worker_state::busy; });
+  REQUIRE(p.inject_fault(1, worker_fault::die_on_next_call));
+  auto first = make_call(102, "first");
+  auto second = make_call(103, "second");
+  p.submit(first, 1);
+  p.submit(second, 1);
+  REQUIRE(first->wait_for(-1));
+  REQUIRE(second->wait_for(-1));
+  CHECK(first->outcome() == call_outcome::worker_died);
+  CHECK(second->outcome() == call_outcome::worker_died);
+  CHECK(p.submit(make_call(104, "late"), 1) == job_queue::push_result::broken);
+  p.close(false, -1);
+}
+
 TEST_CASE("out-of-band buffers reach the worker as read-only views") {
   gil_released unlocked;
   pool p(options_for(1), ignore_completions());
