@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import atexit
 import math
-import os
 import sys
 import threading
 import time
@@ -107,22 +106,6 @@ class PoolStats:
     serialize_seconds: float
     deserialize_seconds: float
     result_serialize_seconds: float
-
-
-def _main_module_spec() -> dict[str, str] | None:
-    """How workers can import the caller's __main__, as multiprocessing's spawn
-    would; None when there is nothing to import (REPL, notebook, -c)."""
-    main = sys.modules.get("__main__")
-    spec = getattr(main, "__spec__", None)
-    name = getattr(spec, "name", None)
-    if name:
-        if name == "__main__" or name.endswith(".__main__"):
-            return None
-        return {"name": name}
-    path = getattr(main, "__file__", None)
-    if isinstance(path, str) and path.endswith(".py") and os.path.exists(path):
-        return {"path": os.path.abspath(path)}
-    return None
 
 
 def _check_timeout(name: str, value: float | None) -> None:
@@ -247,7 +230,7 @@ class InterpreterPool(Executor):
                 raise ValueError(f"init is not valid Python: {exc}") from exc
         self._lock = threading.Lock()
         self._closed = False
-        setup = {"sys_path": list(sys.path), "main": _main_module_spec(), "init": init}
+        setup = {"sys_path": list(sys.path), "main": _targets.main_module_spec(), "init": init}
         self._engine = _core.Engine(workers, _WORKER_SOURCE.read_text(), str(_WORKER_SOURCE),
                                     _wire.dumps(setup))
         try:

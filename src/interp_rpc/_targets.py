@@ -7,15 +7,28 @@ that can never be resolved by reference in another interpreter.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
+import marshal
+import os
+import pickle
+import sys
+import types
 from collections.abc import Callable
 from typing import Any
 
 from interp_rpc._errors import TargetResolutionError
 
-# What a request carries: ("path", "pkg.module.Class.method").
-TargetSpec = tuple[str, str]
+# What a request carries: ("path", "pkg.module.Class.method"), or for a
+# function defined interactively, ("code", marshalled code, name, pickled
+# defaults): see _by_value().
+TargetSpec = tuple[str | bytes, ...]
+
+_DEFINE_IN_WORKERS = (
+    "define it with %%parallel (which runs the cell in every worker) or in a module that "
+    "the pool's init= imports"
+)
 
 _DEFINE_AT_MODULE_LEVEL = (
     "define it at module level in a module that the pool's init= imports, "
@@ -32,23 +45,71 @@ def describe(target: object) -> str:
     return f"{module}.{qualname}"
 
 
+def main_module_spec() -> dict[str, str] | None:
+    """How workers can import the caller's __main__, as multiprocessing's spawn
+    would; None when there is nothing to import (REPL, notebook, -c)."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    name = getattr(spec, "name", None)
+    if name:
+        if name == "__main__" or name.endswith(".__main__"):
+            return None
+        return {"name": name}
+    path = getattr(main, "__file__", None)
+    if isinstance(path, str) and path.endswith(".py") and os.path.exists(path):
+        return {"path": os.path.abspath(path)}
+    return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _normalize_path(target: str) -> tuple[TargetSpec, str]:
+    path = target.strip()
+    if not path or not all(part.isidentifier() for part in path.split(".")):
+        raise TargetResolutionError(
+            f"target {target!r} is not a dotted path such as 'mymodule.process'",
+            target=target,
+            failed_part=target,
+        )
+    return ("path", path), path
+
+
 def normalize(target: object) -> tuple[TargetSpec, str]:
     """(spec for the worker, display name), or TargetResolutionError."""
     if isinstance(target, str):
-        path = target.strip()
-        if not path or not all(part.isidentifier() for part in path.split(".")):
-            raise TargetResolutionError(
-                f"target {target!r} is not a dotted path such as 'mymodule.process'",
-                target=target,
-                failed_part=target,
-            )
-        return ("path", path), path
+        return _normalize_path(target)
     if not callable(target):
         raise TargetResolutionError(
             f"target must be a callable or a dotted path string, not {type(target).__name__}",
             target=repr(target),
         )
+    if getattr(target, "__module__", None) == "__main__" and main_module_spec() is None:
+        return _by_value(target), describe(target)
     return ("path", _reference_of(target)), describe(target)
+
+
+def _by_value(fn: Callable[..., Any]) -> TargetSpec:
+    """A function defined interactively (a notebook cell, the REPL): the
+    worker cannot import __main__, so the function's code crosses instead,
+    and the worker rebuilds it over its own __main__ namespace. Only a
+    stateless function can: no closure, and its globals must resolve there."""
+    name = describe(fn)
+    code = getattr(fn, "__code__", None)
+    if not isinstance(code, types.CodeType):
+        raise TargetResolutionError(
+            f"target {name!r} is defined in __main__ but is not a plain function, so it cannot "
+            f"be sent to a worker; {_DEFINE_IN_WORKERS}", target=name)
+    if getattr(fn, "__closure__", None) is not None:
+        raise TargetResolutionError(
+            f"target {name!r} is a closure (it captures {', '.join(code.co_freevars)}), and "
+            f"captured state cannot cross to another interpreter; {_DEFINE_IN_WORKERS}",
+            target=name, failed_part=name)
+    try:
+        defaults = pickle.dumps((fn.__defaults__, fn.__kwdefaults__), protocol=5)
+    except Exception as exc:
+        raise TargetResolutionError(
+            f"target {name!r} has default argument values that cannot cross ({exc}); "
+            f"{_DEFINE_IN_WORKERS}", target=name) from None
+    return ("code", marshal.dumps(code), fn.__qualname__, defaults)
 
 
 def _reference_of(fn: Callable[..., Any]) -> str:

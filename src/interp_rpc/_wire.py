@@ -67,7 +67,7 @@ def _with_zero_copy(values: tuple[Any, ...] | list[Any]) -> Any:
 
 
 def encode_request(
-    spec: tuple[str, str], mode: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    spec: tuple[str | bytes, ...], mode: str, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> tuple[bytes, list[pickle.PickleBuffer]]:
     """The request bytes, and the buffers that cross out of band (not copied).
 

@@ -9,13 +9,16 @@ raise: whatever goes wrong becomes a reply.
 
 from __future__ import annotations
 
+import builtins
+import dis
 import importlib
 import importlib.util
+import marshal
 import os
 import sys
 import time
 from collections.abc import Callable
-from types import ModuleType
+from types import CodeType, FunctionType, ModuleType
 from typing import Any
 
 
@@ -33,7 +36,7 @@ def _load_wire() -> ModuleType:
 wire = _load_wire()
 
 # Resolved targets, by the request's target spec.
-_targets: dict[tuple[str, ...], Callable[..., Any]] = {}
+_targets: dict[tuple[Any, ...], Callable[..., Any]] = {}
 
 
 class TargetError(Exception):
@@ -120,13 +123,43 @@ def _resolve_path(path: str) -> Callable[..., Any]:
     return value  # type: ignore[no-any-return]
 
 
+def _global_names(code: CodeType) -> set[str]:
+    """Names the code (and code nested in it) looks up as globals."""
+    names = {i.argval for i in dis.get_instructions(code) if i.opname == "LOAD_GLOBAL"}
+    for const in code.co_consts:
+        if isinstance(const, CodeType):
+            names |= _global_names(const)
+    return names
+
+
+def _rebuild_function(code_bytes: bytes, qualname: str, defaults: bytes) -> Callable[..., Any]:
+    """A function sent by value, rebuilt over this worker's __main__."""
+    code = marshal.loads(code_bytes)
+    main = sys.modules["__main__"].__dict__
+    missing = sorted(n for n in _global_names(code)
+                     if n not in main and not hasattr(builtins, n))
+    if missing:
+        raise TargetError(
+            f"function {qualname!r} uses {', '.join(repr(n) for n in missing)}, which the "
+            "workers do not have; define it with %%parallel (which runs the cell in every "
+            "worker), import it in the pool's init=, or pass it as an argument",
+            missing[0])
+    fn = FunctionType(code, main, code.co_name)
+    fn.__defaults__, fn.__kwdefaults__ = wire.loads(defaults)
+    fn.__qualname__ = qualname
+    return fn
+
+
 def resolve(spec: tuple[str, ...]) -> Callable[..., Any]:
     fn = _targets.get(spec)
     if fn is None:
-        kind, value = spec
-        if kind != "path":
-            raise TargetError(f"unknown target kind {kind!r}", kind)
-        fn = _targets[spec] = _resolve_path(value)
+        if spec[0] == "path":
+            fn = _resolve_path(spec[1])
+        elif spec[0] == "code":
+            fn = _rebuild_function(spec[1], spec[2], spec[3])  # type: ignore[arg-type]
+        else:
+            raise TargetError(f"unknown target kind {spec[0]!r}", spec[0])
+        _targets[spec] = fn
     return fn
 
 
@@ -159,9 +192,9 @@ def execute(request: memoryview, buffers: list[memoryview]) -> tuple[int, bytes,
         reply = {"message": str(exc), "failed_part": exc.failed_part}
         return wire.TARGET_UNRESOLVED, wire.dumps(reply), loaded - started, 0
     except BaseException as exc:
-        reply = {"message": f"importing target {target_spec[1]!r} failed: "
-                            f"{type(exc).__name__}: {exc}",
-                 "failed_part": target_spec[1],
+        what = target_spec[1] if target_spec[0] == "path" else target_spec[2]
+        reply = {"message": f"resolving target {what!r} failed: {type(exc).__name__}: {exc}",
+                 "failed_part": what,
                  "error": wire.describe_exception(exc)}
         return wire.TARGET_UNRESOLVED, wire.dumps(reply), loaded - started, 0
     try:
