@@ -153,8 +153,7 @@ pool::shared_state::shared_state(pool_options options_, completion_callback on_c
     : options(std::move(options_)),
       on_complete(std::move(on_complete_)),
       queue(options.workers),
-      board_ptr(std::make_shared<status_board>(options.workers)),
-      board(*board_ptr),
+      board(options.workers),
       log(options.call_log_capacity),
       init(static_cast<std::size_t>(options.workers)),
       exited(static_cast<std::size_t>(options.workers), false),
@@ -435,7 +434,11 @@ std::vector<stuck_worker> pool::close(bool cancel_pending, std::int64_t timeout_
   return stuck;
 }
 
-std::shared_ptr<const status_board> pool::status_board_ptr() const { return m_shared->board_ptr; }
+live_feed pool::feed() const {
+  // Aliasing pointers: each keeps the whole shared state alive.
+  return live_feed{std::shared_ptr<const status_board>(m_shared, &m_shared->board),
+                   std::shared_ptr<const call_log>(m_shared, &m_shared->log)};
+}
 
 int pool::alive() const {
   std::lock_guard lock(m_shared->mutex);

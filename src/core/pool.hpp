@@ -29,6 +29,7 @@
 #include "core/call.hpp"
 #include "core/call_log.hpp"
 #include "core/job_queue.hpp"
+#include "core/live_feed.hpp"
 #include "core/status_board.hpp"
 
 namespace interp_rpc::core {
@@ -93,7 +94,8 @@ class pool {
   std::vector<stuck_worker> close(bool cancel_pending, std::int64_t timeout_ns);
 
   std::vector<worker_snapshot> status() const { return m_shared->board.snapshot(); }
-  std::shared_ptr<const status_board> status_board_ptr() const;
+  // The status board and call log, for live displays on other threads.
+  live_feed feed() const;
   std::vector<call_record> records_since(std::uint64_t first_id) const {
     return m_shared->log.records_since(first_id);
   }
@@ -116,8 +118,7 @@ class pool {
     const pool_options options;
     const completion_callback on_complete;
     job_queue queue;
-    std::shared_ptr<status_board> board_ptr;
-    status_board& board;
+    status_board board;
     call_log log;
     std::atomic<bool> broken{false};
 

@@ -17,6 +17,8 @@
 
 #include "core/build_info.hpp"
 #include "core/clock.hpp"
+#include "core/live_feed.hpp"
+#include "core/live_view.hpp"
 #include "core/pool.hpp"
 
 namespace py = pybind11;
@@ -316,6 +318,26 @@ class engine {
     return d;
   }
 
+  // The live status display, rendered from a snapshot (see core/live_view.hpp).
+  py::tuple render_live(const std::string& target, std::int64_t total, std::int64_t items_at_start,
+                        std::int64_t started_ns, double stuck_after) const {
+    core::live_progress progress;
+    progress.target = target;
+    progress.total = total;
+    progress.done = static_cast<std::int64_t>(m_pool->totals().items) - items_at_start;
+    progress.elapsed_seconds = static_cast<double>(core::now_ns() - started_ns) * 1e-9;
+    const auto r = core::render_live_view(m_pool->status(), progress, stuck_after);
+    return py::make_tuple(r.html, r.text);
+  }
+
+  // A capsule the kernel uses to publish the live view from C++ threads.
+  py::capsule live_feed() const {
+    auto* feed = new core::live_feed(m_pool->feed());
+    return py::capsule(feed, core::live_feed_capsule_name, [](void* p) {
+      delete static_cast<core::live_feed*>(p);
+    });
+  }
+
   bool inject_fault(int index, const std::string& kind) {
     if (kind == "exit_now") return m_pool->inject_fault(index, core::worker_fault::exit_now);
     if (kind == "die_on_next_call") return m_pool->inject_fault(index, core::worker_fault::die_on_next_call);
@@ -411,6 +433,13 @@ PYBIND11_MODULE(_core, m) {
       .def("records", &engine::records, py::arg("since_id") = 0)
       .def("totals", &engine::totals)
       .def("inject_fault", &engine::inject_fault, py::arg("index"), py::arg("kind"))
+      .def("render_live", &engine::render_live, py::arg("target"), py::arg("total"),
+           py::arg("items_at_start"), py::arg("started_ns"),
+           py::arg("stuck_after") = core::default_stuck_after_seconds,
+           "(html, text) of the live status display; progress counts items finished since "
+           "items_at_start.")
+      .def("live_feed", &engine::live_feed,
+           "A PyCapsule 'interp_rpc.live_feed' for C++ readers of the status board.")
       .def_property_readonly("workers", [](engine& e) { return e.pool().workers(); })
       .def_property_readonly("alive", [](engine& e) { return e.pool().alive(); })
       .def_property_readonly("broken", [](engine& e) { return e.pool().broken(); })

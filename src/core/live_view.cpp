@@ -1,0 +1,92 @@
+#include "core/live_view.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace interp_rpc::core {
+
+namespace {
+
+std::string escape_html(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string seconds(double s) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, s < 10 ? "%.2f s" : "%.1f s", s);
+  return buffer;
+}
+
+std::string pad(std::string s, std::size_t width) {
+  if (s.size() < width) s.append(width - s.size(), ' ');
+  return s;
+}
+
+const char* state_colour(const std::string& state) {
+  if (state == "busy") return "#1a7f37";
+  if (state == "stuck") return "#bf8700";
+  if (state == "dead") return "#cf222e";
+  return "#57606a";
+}
+
+}  // namespace
+
+std::string displayed_state(const worker_snapshot& w, double stuck_after_seconds) {
+  if (w.state == worker_state::busy && w.busy_seconds >= stuck_after_seconds) return "stuck";
+  return to_string(w.state);
+}
+
+live_rendering render_live_view(const std::vector<worker_snapshot>& workers,
+                                const live_progress& progress, double stuck_after_seconds) {
+  live_rendering r;
+  std::string& html = r.html;
+  std::string& text = r.text;
+  html += "<div class=\"interp-rpc-live\">";
+  if (progress.total > 0) {
+    const double fraction =
+        std::clamp(static_cast<double>(progress.done) / static_cast<double>(progress.total), 0.0, 1.0);
+    char percent[16];
+    std::snprintf(percent, sizeof percent, "%.0f%%", fraction * 100);
+    const std::string counts = std::to_string(progress.done) + "/" + std::to_string(progress.total);
+    html += "<div class=\"interp-rpc-progress\"><b>" + escape_html(progress.target) + "</b> " +
+            counts + " items (" + percent + "), " + seconds(progress.elapsed_seconds) +
+            "<div style=\"background:#eaeef2;height:8px;width:320px;border-radius:4px\">"
+            "<div style=\"background:#2da44e;height:8px;border-radius:4px;width:" +
+            std::to_string(static_cast<int>(fraction * 320)) + "px\"></div></div></div>";
+    const int filled = static_cast<int>(fraction * 30);
+    text += progress.target + " [" + std::string(static_cast<std::size_t>(filled), '#') +
+            std::string(static_cast<std::size_t>(30 - filled), '.') + "] " + counts + " items (" +
+            percent + "), " + seconds(progress.elapsed_seconds) + "\n";
+  }
+  html += "<table class=\"interp-rpc-status\"><thead><tr><th>worker</th><th>state</th>"
+          "<th>target</th><th>item</th><th>running for</th><th>calls done</th></tr></thead><tbody>";
+  text += "worker  state    target                          item      running for  calls done\n";
+  for (const auto& w : workers) {
+    const std::string state = displayed_state(w, stuck_after_seconds);
+    const bool busy = w.state == worker_state::busy;
+    const std::string item = busy && w.item_index >= 0 ? std::to_string(w.item_index) : "";
+    const std::string running = busy ? seconds(w.busy_seconds) : "";
+    const std::string target = busy ? w.target : (w.state == worker_state::dead ? w.detail : "");
+    html += "<tr class=\"interp-rpc-" + state + "\"><td>" + std::to_string(w.index) +
+            "</td><td style=\"color:" + state_colour(state) + ";font-weight:bold\">" + state +
+            "</td><td><code>" + escape_html(target) + "</code></td><td>" + item + "</td><td>" +
+            running + "</td><td>" + std::to_string(w.calls_done) + "</td></tr>";
+    text += pad(std::to_string(w.index), 8) + pad(state, 9) + pad(target, 32) + pad(item, 10) +
+            pad(running, 13) + std::to_string(w.calls_done) + "\n";
+  }
+  html += "</tbody></table></div>";
+  return r;
+}
+
+}  // namespace interp_rpc::core

@@ -1,0 +1,39 @@
+// The live status display of a pool: what every worker is doing and how far
+// a map has got, rendered as text/html and text/plain.
+//
+// It is rendered from a status snapshot alone, without any GIL, so the kernel
+// can publish it from a C++ thread while the notebook's main thread is
+// blocked in a call; under other kernels a Python thread publishes the same
+// rendering through interp_rpc._core.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status_board.hpp"
+
+namespace interp_rpc::core {
+
+struct live_progress {
+  std::string target;          // what the map runs; empty when not a map
+  std::int64_t done = 0;       // items finished
+  std::int64_t total = 0;      // items in the map (0: no progress bar)
+  double elapsed_seconds = 0;
+};
+
+struct live_rendering {
+  std::string html;
+  std::string text;
+};
+
+// A busy worker counts as stuck once its call has run this long.
+inline constexpr double default_stuck_after_seconds = 10.0;
+
+live_rendering render_live_view(const std::vector<worker_snapshot>& workers,
+                                const live_progress& progress, double stuck_after_seconds);
+
+// "idle", "busy", "stuck", "dead"...: the state a person should read.
+std::string displayed_state(const worker_snapshot& w, double stuck_after_seconds);
+
+}  // namespace interp_rpc::core
