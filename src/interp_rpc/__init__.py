@@ -30,6 +30,20 @@ from interp_rpc._errors import (
 from interp_rpc._pool import CallRecord, InterpreterPool, PoolStats, WorkerStatus, build_info
 from interp_rpc._version import __version__
 
+
+def load_ipython_extension(ipython: object) -> None:
+    """``%load_ext interp_rpc``: the %parallel magics and rich error displays."""
+    from interp_rpc.notebook import load_ipython_extension as load
+
+    load(ipython)  # type: ignore[arg-type]
+
+
+def unload_ipython_extension(ipython: object) -> None:
+    from interp_rpc.notebook import unload_ipython_extension as unload
+
+    unload(ipython)  # type: ignore[arg-type]
+
+
 __all__ = [
     "CallRecord",
     "CallTimeoutError",
@@ -47,4 +61,6 @@ __all__ = [
     "WorkerStatus",
     "__version__",
     "build_info",
+    "load_ipython_extension",
+    "unload_ipython_extension",
 ]

@@ -345,6 +345,7 @@ class engine {
   }
 
   core::pool& pool() { return *m_pool; }
+  std::uint64_t last_call_id() const { return m_next_id; }
 
  private:
   core::call_ptr make_call(std::string target, const py::bytes& request, const py::list& buffers,
@@ -444,5 +445,7 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("alive", [](engine& e) { return e.pool().alive(); })
       .def_property_readonly("broken", [](engine& e) { return e.pool().broken(); })
       .def_property_readonly("queued", [](engine& e) { return e.pool().queued(); })
+      .def_property_readonly("last_call_id", &engine::last_call_id,
+                             "The id of the most recently submitted call (0: none yet).")
       .def_property_readonly("interpreter_ids", [](engine& e) { return e.pool().interpreter_ids(); });
 }

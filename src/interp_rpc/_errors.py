@@ -83,15 +83,22 @@ class RemoteError(InterpRpcError):
 
 class ShareabilityError(InterpRpcError, TypeError):
     """A value cannot cross the interpreter boundary; raised before dispatch for
-    arguments, and in the caller for return values (the worker survives)."""
+    arguments, and in the caller for return values (the worker survives).
+
+    ``tree`` is the way down to the culprit, for displays: one
+    ``(container type, child path segments, index of the culprit's branch)``
+    per level, the first level listing the call's arguments.
+    """
 
     def __init__(
-        self, argument_path: str, value_type: str, reason: str, *, item_index: int | None = None
+        self, argument_path: str, value_type: str, reason: str, *, item_index: int | None = None,
+        tree: list[tuple[str, list[str], int]] | None = None,
     ) -> None:
         self.argument_path = argument_path
         self.value_type = value_type
         self.reason = reason
         self.item_index = item_index
+        self.tree = tree or []
         prefix = f"item {item_index}: " if item_index is not None else ""
         super().__init__(
             f"{prefix}{argument_path} is not shareable across the interpreter boundary: "

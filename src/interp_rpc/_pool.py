@@ -516,19 +516,18 @@ class InterpreterPool(Executor):
 
     def _argument_error(self, target: object, args: tuple[Any, ...], kwargs: dict[str, Any],
                         mode: str, item_index: int) -> ShareabilityError:
-        if mode == "call":
-            for label, value in _targets.argument_labels(target, args, kwargs):
+        calls: list[tuple[int | None, tuple[Any, ...], dict[str, Any]]]
+        calls = [(None, args, kwargs)] if mode == "call" else [
+            (item_index + offset, tuple(item) if mode == "starchunk" else (item,), {})
+            for offset, item in enumerate(args[0])]
+        for item, item_args, item_kwargs in calls:
+            labels = _targets.argument_labels(target, item_args, item_kwargs)
+            for position, (label, value) in enumerate(labels):
                 culprit = _wire.find_culprit(value, label)
                 if culprit is not None:
-                    return ShareabilityError(culprit.path, culprit.value_type, culprit.reason)
-        else:
-            for offset, item in enumerate(args[0]):
-                item_args = tuple(item) if mode == "starchunk" else (item,)
-                for label, value in _targets.argument_labels(target, item_args, {}):
-                    culprit = _wire.find_culprit(value, label)
-                    if culprit is not None:
-                        return ShareabilityError(culprit.path, culprit.value_type,
-                                                 culprit.reason, item_index=item_index + offset)
+                    root = ("arguments", [name for name, _ in labels], position)
+                    return ShareabilityError(culprit.path, culprit.value_type, culprit.reason,
+                                             item_index=item, tree=[root, *culprit.levels])
         return ShareabilityError("the arguments", "tuple", "pickling the request failed")
 
     def _reply_value(self, status: int, kind: int, reply: bytes, worker: int, target: object,
@@ -564,7 +563,7 @@ class InterpreterPool(Executor):
             if chunk_start is not None:
                 item = chunk_start + int(culprit.get("item_offset", 0))
             raise ShareabilityError(culprit["path"], culprit["value_type"], culprit["reason"],
-                                    item_index=item)
+                                    item_index=item, tree=culprit.get("levels"))
         if kind == _wire.TARGET_UNRESOLVED:
             info = _wire.loads(reply)
             raise TargetResolutionError(info["message"], target=name,

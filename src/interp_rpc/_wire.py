@@ -118,16 +118,28 @@ def describe_exception(exc: BaseException, skip_frames: int = 0) -> dict[str, st
 # is the innermost real culprit, not a container that merely holds it.
 
 
-class Culprit:
-    """Where the walk found a value that cannot cross, and why."""
+# How many siblings a level of the culprit's tree lists (for display).
+_TREE_WIDTH = 12
 
-    def __init__(self, path: str, value_type: str, reason: str) -> None:
+
+class Culprit:
+    """Where the walk found a value that cannot cross, and why.
+
+    ``levels`` describes the way down for displays: for each container on the
+    path, its type name, the path segments of (up to 12 of) its children, and
+    the position of the one that leads to the culprit.
+    """
+
+    def __init__(self, path: str, value_type: str, reason: str,
+                 levels: list[tuple[str, list[str], int]] | None = None) -> None:
         self.path = path
         self.value_type = value_type
         self.reason = reason
+        self.levels = levels or []
 
-    def as_dict(self) -> dict[str, str]:
-        return {"path": self.path, "value_type": self.value_type, "reason": self.reason}
+    def as_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "value_type": self.value_type, "reason": self.reason,
+                "levels": self.levels}
 
 
 Check = Callable[[object], "str | None"]
@@ -201,18 +213,24 @@ def find_culprit(value: object, path: str, check: Check = pickle_failure) -> Cul
     reason = check(value)
     if reason is None:
         return None
-    return _descend(value, path, reason, check, set())
+    levels: list[tuple[str, list[str], int]] = []
+    return _descend(value, path, reason, check, set(), levels)
 
 
-def _descend(value: object, path: str, reason: str, check: Check, seen: set[int]) -> Culprit:
+def _descend(value: object, path: str, reason: str, check: Check, seen: set[int],
+             levels: list[tuple[str, list[str], int]]) -> Culprit:
     seen.add(id(value))  # cycles: a value already on the way down is not a culprit again
+    segments: list[str] = []
     for segment, child in children(value):
+        segments.append(segment)
         if id(child) in seen:
             continue
         child_reason = check(child)
         if child_reason is not None:
-            return _descend(child, path + segment, child_reason, check, seen)
-    return Culprit(path, type(value).__name__, reason)
+            shown = segments[-_TREE_WIDTH:]
+            levels.append((type(value).__name__, shown, len(shown) - 1))
+            return _descend(child, path + segment, child_reason, check, seen, levels)
+    return Culprit(path, type(value).__name__, reason, levels)
 
 
 # --------------------------------------------------------------------------

@@ -216,14 +216,37 @@ def execute(request: memoryview, buffers: list[memoryview]) -> tuple[int, bytes,
     return wire.RETURNED, reply, loaded - started, time.perf_counter_ns() - finished
 
 
-def _unshareable_result(result: Any, mode: str) -> dict[str, str]:
+def run_cell(source: str) -> dict[str, Any]:
+    """%%parallel: run a notebook cell in this worker's __main__.
+
+    Returns what it printed and, if it raised, the error as data, so that the
+    output printed before an error is not lost.
+    """
+    import contextlib
+    import io
+
+    out, err = io.StringIO(), io.StringIO()
+    main = sys.modules["__main__"].__dict__
+    before = set(main)
+    error = None
+    try:
+        code = compile(source, "<parallel cell>", "exec")
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            exec(code, main)
+    except BaseException as exc:
+        error = wire.describe_exception(exc, skip_frames=1)
+    return {"stdout": out.getvalue(), "stderr": err.getvalue(), "error": error,
+            "defined": sorted(name for name in set(main) - before if not name.startswith("_"))}
+
+
+def _unshareable_result(result: Any, mode: str) -> dict[str, Any]:
     """Where in a return value (or a chunk's return values) pickling fails."""
     if mode != "call":
         values, _, _ = result
         for offset, value in enumerate(values):
             culprit = wire.find_culprit(value, "return value")
             if culprit is not None:
-                found: dict[str, str] = culprit.as_dict()
+                found: dict[str, Any] = culprit.as_dict()
                 found["item_offset"] = str(offset)
                 return found
     culprit = wire.find_culprit(result, "return value")

@@ -8,7 +8,8 @@ callback would run in the wrong interpreter (or deadlock on the main GIL).
 import ctypes
 import ctypes.util
 
-_COMPARE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int))
+_INT_POINTER = ctypes.POINTER(ctypes.c_int)
+_COMPARE = ctypes.CFUNCTYPE(ctypes.c_int, _INT_POINTER, _INT_POINTER)
 
 
 def sort_with_qsort(values: list[int]) -> tuple[list[int], int]:

@@ -1,0 +1,149 @@
+"""Live status and progress in a notebook, updated in place while a cell blocks.
+
+The view itself is rendered by the engine from a status snapshot
+(``engine.render_live``). Who publishes it depends on the kernel:
+
+- in the interp-rpc kernel, a C++ thread of the kernel publishes it without
+  taking any GIL (``interp_rpc_kernel.start_live_view``);
+- under any other kernel (ipykernel), a Python thread does, through IPython's
+  display machinery. While the notebook's main thread waits on the pool it
+  has released the GIL, so that thread runs freely.
+
+Progress also drives an ipywidgets bar when the frontend can show widgets.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import os
+import threading
+import uuid
+from collections.abc import Callable
+from time import monotonic_ns
+from types import TracebackType
+from typing import Any
+
+from interp_rpc._pool import InterpreterPool
+
+#: How often the live view is refreshed (the issue asks for at least 2/s).
+REFRESH_SECONDS = 0.25
+
+
+def _kernel_publisher() -> Any | None:
+    """The interp-rpc kernel's C++ publisher module, when running in that kernel."""
+    try:
+        import interp_rpc_kernel  # type: ignore[import-not-found]  # embedded in the kernel
+    except ImportError:
+        return None
+    return interp_rpc_kernel if hasattr(interp_rpc_kernel, "start_live_view") else None
+
+
+def widgets_supported() -> bool:
+    """Whether progress should be an ipywidgets bar: ipywidgets is installed and
+    the kernel was started by a Jupyter server for a notebook (JupyterLab and
+    Notebook set JPY_SESSION_NAME; nbclient and consoles do not, and show text)."""
+    if "JPY_SESSION_NAME" not in os.environ:
+        return False
+    try:
+        import ipywidgets  # noqa: F401  # only whether it is installed
+    except ImportError:
+        return False
+    return True
+
+
+class LiveView:
+    """A status (and, for a map, progress) display that refreshes itself.
+
+    Use as a context manager around the blocking call:
+
+        with LiveView(pool, target="f", total=len(items)):
+            pool.map(...)
+    """
+
+    def __init__(self, pool: InterpreterPool, *, target: str = "", total: int = 0,
+                 stuck_after: float = 10.0, refresh: float = REFRESH_SECONDS,
+                 duration: float | None = None) -> None:
+        self._pool = pool
+        self._target = target
+        self._total = total
+        self._stuck_after = stuck_after
+        self._refresh = refresh
+        self._duration = duration
+        self._display_id = f"interp-rpc-{uuid.uuid4().hex}"
+        self._items_at_start = int(pool._engine.totals()["items"])
+        self._started_ns = monotonic_ns()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._kernel_view: Any | None = None
+        self._bar: Any | None = None
+        self.updates = 0
+
+    def render(self) -> dict[str, str]:
+        html, text = self._pool._engine.render_live(
+            self._target, self._total, self._items_at_start, self._started_ns, self._stuck_after)
+        return {"text/html": html, "text/plain": text}
+
+    def start(self) -> LiveView:
+        from IPython.display import display
+
+        if self._total and widgets_supported():
+            import ipywidgets
+
+            self._bar = ipywidgets.IntProgress(value=0, min=0, max=self._total,
+                                               description=self._target[:20])
+            display(self._bar)
+        display(self.render(), raw=True, display_id=self._display_id)
+        kernel = _kernel_publisher()
+        if kernel is not None and self._bar is None:
+            self._kernel_view = kernel.start_live_view(
+                self._pool._engine.live_feed(), self._display_id, self._target, self._total,
+                self._items_at_start, self._started_ns, self._stuck_after, self._refresh,
+                self._duration)
+            return self
+        # Copy the context, so the thread's messages carry this cell's parent
+        # header (ipykernel keeps it in context variables).
+        context = contextvars.copy_context()
+        self._thread = threading.Thread(target=context.run, args=(self._run,),
+                                        name="interp-rpc live view", daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        deadline = None if self._duration is None else monotonic_ns() + self._duration * 1e9
+        while not self._stop.wait(self._refresh):
+            self._publish()
+            if deadline is not None and monotonic_ns() >= deadline:
+                return
+
+    def _publish(self) -> None:
+        from IPython.display import update_display
+
+        update_display(self.render(), raw=True, display_id=self._display_id)
+        if self._bar is not None:
+            done = int(self._pool._engine.totals()["items"]) - self._items_at_start
+            self._bar.value = min(done, self._total)
+        self.updates += 1
+
+    def stop(self) -> None:
+        """Stop refreshing, and show the final state."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        if self._kernel_view is not None:
+            self.updates += int(self._kernel_view.stop())
+        self._publish()
+
+    def __enter__(self) -> LiveView:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+
+def watch(pool: InterpreterPool, *, seconds: float, stuck_after: float) -> Callable[[], None]:
+    """Show the status table and keep it updated in the background for
+    ``seconds`` (the cell does not block). Returns a function that stops it."""
+    view = LiveView(pool, stuck_after=stuck_after, duration=seconds)
+    view.start()
+    return view.stop
