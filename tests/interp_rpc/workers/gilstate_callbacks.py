@@ -12,9 +12,9 @@ _INT_POINTER = ctypes.POINTER(ctypes.c_int)
 _COMPARE = ctypes.CFUNCTYPE(ctypes.c_int, _INT_POINTER, _INT_POINTER)
 
 
-def sort_with_qsort(values: list[int]) -> tuple[list[int], int]:
+def sort_with_qsort(values: list[int]) -> tuple[list[int], int, int]:
     """Sort with libc's qsort and a Python comparison; also report which
-    interpreter the callbacks ran in."""
+    interpreter the callbacks ran in, and which one ran the call."""
     from concurrent import interpreters
 
     seen: set[int] = set()
@@ -27,10 +27,4 @@ def sort_with_qsort(values: list[int]) -> tuple[list[int], int]:
     array = (ctypes.c_int * len(values))(*values)
     libc.qsort(array, len(array), ctypes.sizeof(ctypes.c_int), _COMPARE(compare))
     (interpreter,) = seen
-    return list(array), interpreter
-
-
-def current_interpreter(_item: object = None) -> int:
-    from concurrent import interpreters
-
-    return interpreters.get_current().id
+    return list(array), interpreter, interpreters.get_current().id
