@@ -227,7 +227,9 @@ def _descend(value: object, path: str, reason: str, check: Check, seen: set[int]
             continue
         child_reason = check(child)
         if child_reason is not None:
-            shown = segments[-_TREE_WIDTH:]
+            # Dict keys are listed only when a key is the culprit.
+            shown = [s for s in segments[:-1] if not s.startswith("<key #")] + [segment]
+            shown = shown[-_TREE_WIDTH:]
             levels.append((type(value).__name__, shown, len(shown) - 1))
             return _descend(child, path + segment, child_reason, check, seen, levels)
     return Culprit(path, type(value).__name__, reason, levels)

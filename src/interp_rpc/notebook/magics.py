@@ -226,13 +226,18 @@ def current_pool() -> InterpreterPool:
 
 def _show_error(shell: InteractiveShell, etype: type[BaseException], value: BaseException,
                 tb: Any, tb_offset: int | None = None) -> list[str]:
-    """IPython custom exception handler for the pool's errors."""
+    """IPython custom exception handler for the pool's errors.
+
+    IPython ignores what a handler returns (run_code only calls it), so it
+    shows the traceback itself, through _showtraceback: the method kernels
+    override to publish the error message."""
     bundle = render.bundle_for(value)
     if bundle is not None:
         display(bundle, raw=True)
     lines = render.traceback_lines(value)
     if lines is None:  # pragma: no cover - only registered for our errors
-        return shell.InteractiveTB.structured_traceback(etype, value, tb, tb_offset)
+        lines = shell.InteractiveTB.structured_traceback(etype, value, tb, tb_offset)
+    shell._showtraceback(etype, value, lines)
     return lines
 
 
