@@ -159,7 +159,9 @@ pool::shared_state::shared_state(pool_options options_, completion_callback on_c
       exited(static_cast<std::size_t>(options.workers), false),
       interpreter_ids(static_cast<std::size_t>(options.workers), -1),
       alive(options.workers),
-      faults(static_cast<std::size_t>(options.workers), worker_fault::none) {
+      faults(static_cast<std::size_t>(options.workers), worker_fault::none),
+      interpreters(static_cast<std::size_t>(options.workers), nullptr),
+      thread_idents(static_cast<std::size_t>(options.workers), 0) {
   for (int i = 0; i < options.workers; ++i) init[static_cast<std::size_t>(i)].index = i;
 }
 
@@ -221,6 +223,9 @@ void pool::worker_main(std::shared_ptr<shared_state> shared, int index) {
   std::string death;
   {
     main_thread_state main(s.options.main_interpreter);
+    // Held while the interpreter ends (declared first, released last), so that
+    // interrupt() never attaches to an interpreter being destroyed.
+    std::unique_lock<std::mutex> gate(s.teardown_gate, std::defer_lock);
     own_subinterpreter interp(main);
     if (!interp.ok()) {
       std::lock_guard lock(s.mutex);
@@ -250,6 +255,11 @@ void pool::worker_main(std::shared_ptr<shared_state> shared, int index) {
         r.interpreter_id = interp.id();
       }
       s.changed.notify_all();
+      {
+        std::lock_guard registered(s.teardown_gate);
+        s.interpreters[slot] = PyThreadState_GetInterpreter(interp.thread_state());
+        s.thread_idents[slot] = PyThread_get_thread_ident();
+      }
       if (!execute) {
         died = true;
         death = "setup failed";
@@ -291,6 +301,15 @@ void pool::worker_main(std::shared_ptr<shared_state> shared, int index) {
         s.board.end_call(index, c->timing.finished_ns);
         s.finish(c, call_outcome::replied, call_kind, std::move(call_reply), index);
       }
+      execute = py_ref();
+      lease_type = py_ref();
+      {
+        // Take the gate detached: an interrupt() holding it may be waiting
+        // for this interpreter's GIL.
+        gil_released unlocked;
+        gate.lock();
+      }
+      s.interpreters[slot] = nullptr;
     }
     // Leaving this scope ends the interpreter, then re-attaches and deletes
     // the main thread state: both need the main GIL, which the thread that
@@ -448,6 +467,39 @@ int pool::alive() const {
 std::vector<std::int64_t> pool::interpreter_ids() const {
   std::lock_guard lock(m_shared->mutex);
   return m_shared->interpreter_ids;
+}
+
+std::vector<int> pool::interrupt(const std::vector<int>& indices, std::int64_t timeout_ns) {
+  // The work runs on its own thread: attaching to a worker's interpreter waits
+  // for its GIL, which a call stuck in C code may never release.
+  struct progress {
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::vector<int> raised;
+    bool finished = false;
+  };
+  auto state = std::make_shared<progress>();
+  std::thread([shared = m_shared, indices, state] {
+    std::vector<int> raised;
+    {
+      std::lock_guard gate(shared->teardown_gate);
+      for (int index : indices) {
+        const auto slot = static_cast<std::size_t>(index);
+        if (slot >= shared->interpreters.size() || shared->interpreters[slot] == nullptr) continue;
+        thread_state_visit visit(shared->interpreters[slot]);
+        if (PyThreadState_SetAsyncExc(shared->thread_idents[slot], PyExc_SystemExit) == 1) {
+          raised.push_back(index);
+        }
+      }
+    }
+    std::lock_guard lock(state->mutex);
+    state->raised = std::move(raised);
+    state->finished = true;
+    state->cv.notify_all();
+  }).detach();
+  std::unique_lock lock(state->mutex);
+  state->cv.wait_for(lock, std::chrono::nanoseconds(timeout_ns), [&] { return state->finished; });
+  return state->raised;
 }
 
 bool pool::inject_fault(int index, worker_fault fault) {

@@ -109,6 +109,13 @@ class pool {
 
   bool inject_fault(int index, worker_fault fault);
 
+  // Raises SystemExit inside the calls that the given workers are running,
+  // for an orderly exit of the process (it is not a way to cancel calls:
+  // target code may catch it, and code blocked in C only sees it when it
+  // returns to Python). Gives up after timeout_ns if a worker never yields
+  // its GIL. Returns the workers it was raised in.
+  std::vector<int> interrupt(const std::vector<int>& indices, std::int64_t timeout_ns);
+
  private:
   // Everything a worker thread touches, shared so that a worker stuck past
   // close() (and detached) never outlives it.
@@ -129,6 +136,12 @@ class pool {
     std::vector<std::int64_t> interpreter_ids;
     int alive;
     std::vector<worker_fault> faults;
+
+    // Guards the worker interpreters that interrupt() may attach to; a
+    // worker takes it before ending its interpreter.
+    std::mutex teardown_gate;
+    std::vector<PyInterpreterState*> interpreters;
+    std::vector<unsigned long> thread_idents;
 
     std::mutex completion_mutex;
     std::condition_variable completion_cv;

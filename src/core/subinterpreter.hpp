@@ -36,6 +36,25 @@ class main_thread_state {
   bool m_attached = true;
 };
 
+// Attaches this thread to another thread's interpreter for a moment, with a
+// fresh thread state (taking that interpreter's GIL), then deletes the state.
+// The thread must have no thread state attached.
+class thread_state_visit {
+ public:
+  explicit thread_state_visit(PyInterpreterState* interp) : m_state(PyThreadState_New(interp)) {
+    PyEval_RestoreThread(m_state);
+  }
+  thread_state_visit(const thread_state_visit&) = delete;
+  thread_state_visit& operator=(const thread_state_visit&) = delete;
+  ~thread_state_visit() {
+    PyThreadState_Clear(m_state);
+    PyThreadState_DeleteCurrent();
+  }
+
+ private:
+  PyThreadState* m_state;
+};
+
 class own_subinterpreter {
  public:
   // Requires `main` to be attached. On failure, `error()` says why and `main`

@@ -338,6 +338,11 @@ class engine {
     });
   }
 
+  std::vector<int> interrupt(const std::vector<int>& indices, double timeout) {
+    py::gil_scoped_release unlocked;
+    return m_pool->interrupt(indices, static_cast<std::int64_t>(timeout * 1e9));
+  }
+
   bool inject_fault(int index, const std::string& kind) {
     if (kind == "exit_now") return m_pool->inject_fault(index, core::worker_fault::exit_now);
     if (kind == "die_on_next_call") return m_pool->inject_fault(index, core::worker_fault::die_on_next_call);
@@ -434,6 +439,8 @@ PYBIND11_MODULE(_core, m) {
       .def("records", &engine::records, py::arg("since_id") = 0)
       .def("totals", &engine::totals)
       .def("inject_fault", &engine::inject_fault, py::arg("index"), py::arg("kind"))
+      .def("interrupt", &engine::interrupt, py::arg("indices"), py::arg("timeout"),
+           "Raise SystemExit in the calls these workers run (used at interpreter exit).")
       .def("render_live", &engine::render_live, py::arg("target"), py::arg("total"),
            py::arg("items_at_start"), py::arg("started_ns"),
            py::arg("stuck_after") = core::default_stuck_after_seconds,

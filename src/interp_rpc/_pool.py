@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
 
-from interp_rpc import _targets, _wire
+from interp_rpc import _exit_status, _targets, _wire
 from interp_rpc._errors import (
     CallTimeoutError,
     InterpRpcError,
@@ -187,18 +187,40 @@ _live_pools: weakref.WeakSet[InterpreterPool] = weakref.WeakSet()
 
 
 def _close_open_pools_at_exit() -> None:
-    """Runs before CPython destroys leftover subinterpreters: stop our workers,
-    giving running calls EXIT_TIMEOUT seconds. A worker still running a call
-    after that is abandoned: CPython's finalization parks its thread for good,
-    and the process exits with its own exit code."""
-    abandoned = False
-    for pool in list(_live_pools):
-        abandoned |= pool._stop(wait=False, timeout=EXIT_TIMEOUT, at_exit=True)
-    if abandoned:
-        # We already named the stuck workers; CPython's generic warning about
-        # "remaining subinterpreters" would only confuse.
-        warnings.filterwarnings("ignore", message="remaining subinterpreters",
-                                category=RuntimeWarning)
+    """Stop every open pool before CPython destroys leftover interpreters.
+
+    CPython's finalization ends every subinterpreter still alive, even one a
+    thread is running in, and that thread then crashes the process when its
+    call returns. So at exit: queued calls are cancelled and running calls
+    get EXIT_TIMEOUT seconds; calls still running then get a SystemExit
+    raised in them (pure-Python code stops at once). If a worker is still
+    stuck after that (blocked in C code), the process ends at once with
+    os._exit and the program's own exit code, instead of crashing.
+    """
+    stuck = [pool for pool in list(_live_pools)
+             if pool._stop(wait=False, timeout=EXIT_TIMEOUT, warn=False)]
+    if not stuck:
+        return
+    running = "; ".join(f"worker {w.index} running {w.target!r} for {w.busy_seconds:.1f} s"
+                        for pool in stuck for w in pool.status() if w.state == "busy")
+    warnings.warn(f"interp-rpc: at interpreter exit, call(s) still running after "
+                  f"{EXIT_TIMEOUT:g} s ({running}) are being stopped with SystemExit.",
+                  RuntimeWarning, stacklevel=1)
+    for pool in stuck:
+        busy = [w.index for w in pool.status() if w.state == "busy"]
+        pool._engine.interrupt(busy, EXIT_TIMEOUT)
+    still = [pool for pool in stuck if pool._stop(wait=False, timeout=EXIT_TIMEOUT, warn=False)]
+    names = "; ".join(f"worker {w.index} running {w.target!r} for {w.busy_seconds:.1f} s"
+                      for pool in still for w in pool.status() if w.state == "busy")
+    if not still:
+        return
+    code = _exit_status.program_exit_code()
+    warnings.warn(
+        f"interp-rpc: at interpreter exit, call(s) could not be stopped ({names}): they are "
+        "blocked outside Python code. Ending the process now (exit code "
+        f"{code}) rather than let CPython's finalization crash under them.",
+        RuntimeWarning, stacklevel=1)
+    _exit_status.end_process(code)
 
 
 atexit.register(_close_open_pools_at_exit)
@@ -244,6 +266,7 @@ class InterpreterPool(Executor):
             self._engine.close(cancel_pending=True, timeout=1.0)
             raise PoolInitError(failures, init_timeout=init_timeout)
         _live_pools.add(self)
+        _exit_status.watch()
 
     @staticmethod
     def _init_failure(report: dict[str, Any]) -> WorkerInitFailure:

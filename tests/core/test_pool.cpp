@@ -4,6 +4,7 @@
 
 #include <Python.h>
 
+#include <algorithm>
 #include <chrono>
 #include <mutex>
 #include <thread>
@@ -40,6 +41,9 @@ def execute(request, buffers):
         buffers[0][0] = 0
     if data.startswith(b"sleep:"):
         time.sleep(float(data[6:]))
+    if data == b"spin":
+        while True:
+            pass
     if data == b"raise":
         raise RuntimeError("execute itself failed")
     return 0, data + b"".join(bytes(b) for b in buffers), 11, 22
@@ -324,4 +328,25 @@ TEST_CASE("when every worker dies the pool is broken and queued calls fail at on
   });
   CHECK(rec.ids[0] == 2);
   p.close(true, -1);
+}
+
+TEST_CASE("interrupt raises SystemExit in a worker stuck in Python code") {
+  gil_released unlocked;
+  pool p(options_for(2), ignore_completions());
+  REQUIRE(p.wait_ready(-1).size() == 2);
+  auto spinning = make_call(1, "spin");
+  p.submit(spinning);
+  wait_until([&] {
+    const auto st = p.status();
+    return st[0].state == worker_state::busy || st[1].state == worker_state::busy;
+  });
+  const int busy = p.status()[0].state == worker_state::busy ? 0 : 1;
+  const auto stuck = p.close(true, 10'000'000);
+  REQUIRE(stuck.size() == 1);
+  const auto raised = p.interrupt({busy, 1 - busy}, 5'000'000'000);
+  // Raised in both threads (the idle one has exited, so it is skipped).
+  CHECK(std::find(raised.begin(), raised.end(), busy) != raised.end());
+  REQUIRE(spinning->wait_for(-1));
+  CHECK(spinning->reply().find("SystemExit") != std::string::npos);
+  CHECK(p.close(true, -1).empty());
 }
