@@ -80,7 +80,8 @@ live_rendering render_live_view(const std::vector<worker_snapshot>& workers,
     const std::string target = busy ? w.target : (w.state == worker_state::dead ? w.detail : "");
     html += "<tr class=\"interp-rpc-" + state + "\"><td>" + std::to_string(w.index) +
             "</td><td style=\"color:" + state_colour(state) + ";font-weight:bold\">" + state +
-            "</td><td><code>" + escape_html(target) + "</code></td><td>" + item + "</td><td>" +
+            "</td><td>" + (target.empty() ? "" : "<code>" + escape_html(target) + "</code>") +
+            "</td><td>" + item + "</td><td>" +
             running + "</td><td>" + std::to_string(w.calls_done) + "</td></tr>";
     text += pad(std::to_string(w.index), 8) + pad(state, 9) + pad(target, 32) + pad(item, 10) +
             pad(running, 13) + std::to_string(w.calls_done) + "\n";

@@ -244,6 +244,9 @@ void pool::worker_main(std::shared_ptr<shared_state> shared, int index) {
         reply = take_python_error();
         execute = py_ref();
       }
+      // Idle before the report goes out: whoever waits for the pool to be
+      // ready must not see a ready worker as still starting.
+      if (execute) s.board.set_state(index, worker_state::idle);
       {
         std::lock_guard lock(s.mutex);
         s.interpreter_ids[slot] = interp.id();
@@ -263,8 +266,6 @@ void pool::worker_main(std::shared_ptr<shared_state> shared, int index) {
       if (!execute) {
         died = true;
         death = "setup failed";
-      } else {
-        s.board.set_state(index, worker_state::idle);
       }
       while (!died) {
         // Read the wake-up generation before looking at faults, so a fault

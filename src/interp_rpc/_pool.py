@@ -324,6 +324,15 @@ class InterpreterPool(Executor):
         the list of results once every item is done; iterating it works the
         same way.
         """
+        return self._map(fn, iterables, timeout=timeout, chunksize=chunksize,
+                         buffersize=buffersize)
+
+    def _map(self, fn: Callable[..., Any] | str, iterables: tuple[Iterable[Any], ...], *,
+             timeout: float | None = None, chunksize: int | None = None,
+             buffersize: int | None = None,
+             on_dispatched: Callable[[], None] | None = None) -> list[Any]:
+        """map(), calling ``on_dispatched`` once the first chunk is queued (the
+        notebook shows its live view only for a map that really started)."""
         if not iterables:
             raise TypeError("map() needs at least one iterable")
         _check_timeout("timeout", timeout)
@@ -357,6 +366,8 @@ class InterpreterPool(Executor):
         try:
             while (buffersize is None or len(pending) < buffersize) and send_next():
                 pass
+            if on_dispatched is not None:
+                on_dispatched()
             while pending:
                 start, handle = pending.pop(0)
                 remaining = None if deadline is None else max(0.0, deadline - time.monotonic())

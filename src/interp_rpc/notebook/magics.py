@@ -151,15 +151,16 @@ class ParallelMagics(Magics):
         name = _targets.describe(target)
         pool = self.pool
         first = self._next_call_id()
+        view = live.LiveView(pool, target=name, total=len(items), stuck_after=self.stuck_after)
         try:
-            with live.LiveView(pool, target=name, total=len(items),
-                               stuck_after=self.stuck_after):
-                results = pool.map(target, items, timeout=args.timeout, chunksize=args.chunksize)
+            results = pool._map(target, (items,), timeout=args.timeout,
+                                chunksize=args.chunksize, on_dispatched=view.start)
         except KeyboardInterrupt:
             self._remember_run(first)
             self._report_interrupted(pool, first, len(items))
             raise
         finally:
+            view.stop()
             self._remember_run(first)
         if args.out:
             user_ns[args.out] = results
