@@ -96,8 +96,9 @@ def prepare_notebooks(dest: Path, kernel: str) -> None:
     path = dest / "demo.ipynb"
     nb = json.loads(path.read_text())
     if kernel != "interp-rpc":
-        nb["cells"].insert(0, {"cell_type": "code", "execution_count": None, "metadata": {},
-                               "outputs": [], "source": ["%load_ext interp_rpc"]})
+        nb["cells"].insert(0, {"id": "load-ext", "cell_type": "code", "execution_count": None,
+                               "metadata": {}, "outputs": [],
+                               "source": ["%load_ext interp_rpc"]})
     nb["metadata"]["kernelspec"] = {"name": kernel, "display_name": kernel_display_name(kernel),
                                     "language": "python"}
     path.write_text(json.dumps(nb, indent=1))
