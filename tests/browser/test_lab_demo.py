@@ -14,6 +14,8 @@ Artifacts, kept after the run (also when it fails), in build/artifacts/browser/:
   live status with its stuck worker;
 - ``after-run-all.png``: the whole notebook after Run All;
 - ``after-run-all-viewport.png``: the viewport at the same moment;
+- ``after-run-all.html``: the page's DOM at the same moment;
+- ``failure.png``: the viewport when opening or running the notebook failed;
 - ``jupyter-server.log``, ``chromedriver.log``, ``browser-console.log``.
 
 The kernel is ``KERNEL`` below. Under ipykernel the notebook copy gets a first
@@ -374,6 +376,7 @@ def ran(lab: Lab, driver: WebDriver) -> RunAll:
         raise
     driver.save_screenshot(str(ARTIFACTS / "after-run-all-viewport.png"))
     screenshot_whole_notebook(driver, ARTIFACTS / "after-run-all.png")
+    (ARTIFACTS / "after-run-all.html").write_text(driver.page_source)
     print(f"\nRun All took {observed.seconds:.1f} s; screenshots in {ARTIFACTS}")
     return observed
 
