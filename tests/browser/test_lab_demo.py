@@ -477,9 +477,6 @@ def test_the_profile_draws_an_svg_timeline(ran: RunAll, driver: WebDriver) -> No
     assert len(bars) == 7, f"expected a bar per item of the last map, found {len(bars)}"
 
 
-@pytest.mark.xfail(reason="Debian's python3-jupyterlab-widgets 8.1.5-8 ships its lab "
-                          "extension without the widgets' CSS, so a progress bar has no height",
-                   strict=False)
 def test_the_ipywidgets_progress_bar_is_visible(ran: RunAll, driver: WebDriver) -> None:
     cell = cell_containing(driver, "%parallel_map demo_work.count_primes")
     bars = outputs(cell, ".widget-hprogress .progress")
