@@ -1,0 +1,52 @@
+"""Fixtures of the pool tests.
+
+Worker modules live in fixtures/; that directory goes on sys.path here, before
+any pool exists, because workers start with the caller's sys.path.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).with_name("fixtures")
+if str(FIXTURES) not in sys.path:
+    sys.path.insert(0, str(FIXTURES))
+
+from support import Gates  # noqa: E402
+
+from interp_rpc import InterpreterPool  # noqa: E402 - after the sys.path change
+
+INIT = "import pooltasks, mymodule"
+
+
+@pytest.fixture
+def gates(tmp_path: Path) -> Iterator[Gates]:
+    """Gates that blocking worker calls wait on; all open at teardown."""
+    gates = Gates(tmp_path / "gates")
+    yield gates
+    gates.release_all()
+
+
+@pytest.fixture
+def pool(gates: Gates) -> Iterator[InterpreterPool]:
+    """A 2-worker pool, always closed (gates opened first, so it cannot hang)."""
+    pool = InterpreterPool(workers=2, init=INIT)
+    try:
+        yield pool
+    finally:
+        gates.release_all()
+        pool.close(timeout=60)
+
+
+@pytest.fixture(scope="module")
+def module_pool() -> Iterator[InterpreterPool]:
+    """One pool shared by a module's tests that leave it as they found it."""
+    pool = InterpreterPool(workers=2, init=INIT)
+    try:
+        yield pool
+    finally:
+        pool.close(timeout=60)
