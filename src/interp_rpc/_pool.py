@@ -150,14 +150,26 @@ class _CallFuture(Future[Any]):
         self._args = args
         self._kwargs = kwargs
         self._handle: _core.CallHandle | None = None
+        # The engine can finish the call, and its completion thread call
+        # _settle(), before submit() has attached the handle: _settle() then
+        # leaves the work to _attach().
+        self._attach_lock = threading.Lock()
+        self._settle_deferred = False
 
     def _attach(self, handle: _core.CallHandle) -> None:
-        self._handle = handle
+        with self._attach_lock:
+            self._handle = handle
+            deferred = self._settle_deferred
+        if deferred:
+            self._settle()
 
     def _settle(self) -> None:
         """Turn the reply into the future's outcome; the caller has claimed it."""
-        handle = self._handle
-        assert handle is not None
+        with self._attach_lock:
+            handle = self._handle
+            if handle is None:
+                self._settle_deferred = True
+                return
         try:
             value = self._pool._reply_value(handle, self._target, self._args, self._kwargs)
         except CancelledError:
