@@ -27,7 +27,7 @@ def test_submit_takes_fn_positional_only(module_pool: InterpreterPool) -> None:
 
 
 def test_map_like_executor_map(module_pool: InterpreterPool) -> None:
-    expected = list(map(pooltasks.add, range(10), range(10, 20)))
+    expected = [a + b for a, b in zip(range(10), range(10, 20), strict=True)]
     assert list(module_pool.map(pooltasks.add, range(10), range(10, 20))) == expected
     assert list(module_pool.map(pooltasks.add, range(10), range(10, 20), timeout=30,
                                 chunksize=1)) == expected

@@ -32,7 +32,7 @@ def test_a_call_that_finishes_before_submit_returns_still_settles_its_future(
     # Regression: the completion thread could settle a future before submit()
     # had attached its handle; the future then never completed.
     futures = [module_pool.submit("pooltasks.square", i) for i in range(3000)]
-    done, not_done = concurrent.futures.wait(futures, timeout=60)
+    _, not_done = concurrent.futures.wait(futures, timeout=60)
     assert not not_done, f"{len(not_done)} futures never completed"
     assert [f.result() for f in futures] == [i * i for i in range(3000)]
 
