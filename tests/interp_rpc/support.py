@@ -11,6 +11,9 @@ from pathlib import Path
 
 from interp_rpc import InterpreterPool
 
+#: The worker modules of the tests.
+FIXTURES = Path(__file__).with_name("fixtures")
+
 #: Upper bound for polls of things that happen "soon"; only reached on failure.
 POLL_LIMIT = 30.0
 
