@@ -11,14 +11,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support import FIXTURES, Gates
 
-FIXTURES = Path(__file__).with_name("fixtures")
+from interp_rpc import InterpreterPool
+
 if str(FIXTURES) not in sys.path:
     sys.path.insert(0, str(FIXTURES))
-
-from support import Gates  # noqa: E402
-
-from interp_rpc import InterpreterPool  # noqa: E402 - after the sys.path change
 
 INIT = "import pooltasks, mymodule"
 
