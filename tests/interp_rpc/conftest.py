@@ -7,7 +7,7 @@ any pool exists, because workers start with the caller's sys.path.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -38,6 +38,25 @@ def pool(gates: Gates) -> Iterator[InterpreterPool]:
     finally:
         gates.release_all()
         pool.close(timeout=60)
+
+
+@pytest.fixture
+def make_pool(gates: Gates) -> Iterator[Callable[..., InterpreterPool]]:
+    """Makes pools that are closed at teardown, after the gates opened (a
+    failing test that leaves calls blocked cannot hang its teardown)."""
+    pools: list[InterpreterPool] = []
+
+    def make(workers: int = 2, init: str | None = INIT, **options: object) -> InterpreterPool:
+        pool = InterpreterPool(workers=workers, init=init, **options)  # type: ignore[arg-type]
+        pools.append(pool)
+        return pool
+
+    try:
+        yield make
+    finally:
+        gates.release_all()
+        for pool in pools:
+            pool.close(timeout=60)
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,9 @@ from pathlib import Path
 
 from interp_rpc import InterpreterPool
 
+#: The make_pool fixture: make_pool(workers=2, init=..., **options).
+type MakePool = Callable[..., InterpreterPool]
+
 #: The worker modules of the tests.
 FIXTURES = Path(__file__).with_name("fixtures")
 

@@ -9,7 +9,7 @@ from concurrent.futures import CancelledError
 from pathlib import Path
 
 import pytest
-from support import Gates, states, wait_only_main_interpreter, wait_until
+from support import Gates, MakePool, states, wait_only_main_interpreter, wait_until
 
 from interp_rpc import InterpreterPool, PoolClosedError
 
@@ -55,8 +55,9 @@ def block_every_worker(pool: InterpreterPool, gates: Gates) -> list[object]:
     return running
 
 
-def test_close_lets_queued_work_finish(gates: Gates, tmp_path: Path) -> None:
-    pool = InterpreterPool(workers=2, init="import pooltasks")
+def test_close_lets_queued_work_finish(make_pool: MakePool, gates: Gates,
+                                      tmp_path: Path) -> None:
+    pool = make_pool()
     running = block_every_worker(pool, gates)
     markers = [tmp_path / f"queued-{i}" for i in range(6)]
     queued = [pool.submit("pooltasks.touch", str(m)) for m in markers]
@@ -75,8 +76,9 @@ def test_close_lets_queued_work_finish(gates: Gates, tmp_path: Path) -> None:
     assert states(pool) == ["stopped", "stopped"]
 
 
-def test_close_without_wait_cancels_queued_calls(gates: Gates, tmp_path: Path) -> None:
-    pool = InterpreterPool(workers=2, init="import pooltasks")
+def test_close_without_wait_cancels_queued_calls(make_pool: MakePool, gates: Gates,
+                                                tmp_path: Path) -> None:
+    pool = make_pool()
     running = block_every_worker(pool, gates)
     markers = [tmp_path / f"queued-{i}" for i in range(6)]
     queued = [pool.submit("pooltasks.touch", str(m)) for m in markers]
@@ -95,8 +97,9 @@ def test_close_without_wait_cancels_queued_calls(gates: Gates, tmp_path: Path) -
     assert not any(m.exists() for m in markers)
 
 
-def test_close_with_a_stuck_worker_gives_up_and_warns(gates: Gates) -> None:
-    pool = InterpreterPool(workers=2, init="import pooltasks")
+def test_close_with_a_stuck_worker_gives_up_and_warns(make_pool: MakePool,
+                                                      gates: Gates) -> None:
+    pool = make_pool()
     gate = gates.new()
     pool.submit("pooltasks.block", *gate.args())
     gate.wait_started()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pooltasks
 import pytest
-from support import Gates, wait_until
+from support import Gates, MakePool, wait_until
 
 from interp_rpc import InterpreterPool, PoolClosedError
 
@@ -47,8 +47,9 @@ def test_shutdown_waits_for_work_and_refuses_new_calls() -> None:
     pool.shutdown()  # again: harmless
 
 
-def test_shutdown_cancel_futures_cancels_what_is_queued(gates: Gates, tmp_path: Path) -> None:
-    pool = InterpreterPool(workers=1, init="import pooltasks")
+def test_shutdown_cancel_futures_cancels_what_is_queued(make_pool: MakePool, gates: Gates,
+                                                       tmp_path: Path) -> None:
+    pool = make_pool(workers=1)
     gate = gates.new()
     running = pool.submit(pooltasks.block, *gate.args("ran"))
     gate.wait_started()
@@ -66,8 +67,9 @@ def test_shutdown_cancel_futures_cancels_what_is_queued(gates: Gates, tmp_path: 
     assert not any(m.exists() for m in markers)
 
 
-def test_shutdown_without_wait_returns_while_a_call_runs(gates: Gates) -> None:
-    pool = InterpreterPool(workers=1, init="import pooltasks")
+def test_shutdown_without_wait_returns_while_a_call_runs(make_pool: MakePool,
+                                                        gates: Gates) -> None:
+    pool = make_pool(workers=1)
     gate = gates.new()
     running = pool.submit(pooltasks.block, *gate.args("done"))
     gate.wait_started()

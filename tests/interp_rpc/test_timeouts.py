@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from support import Gates, wait_until
+from support import Gates, MakePool, wait_until
 
 from interp_rpc import CallTimeoutError, InterpreterPool, InterpRpcError
 
@@ -51,18 +51,18 @@ def test_the_call_keeps_running_and_status_shows_it(pool: InterpreterPool, gates
     assert records[0].worker == worker
 
 
-def test_timeout_of_a_call_still_queued(gates: Gates) -> None:
-    with InterpreterPool(workers=1, init="import pooltasks") as pool:
-        gate = gates.new()
-        running = pool.submit("pooltasks.block", *gate.args("first"))
-        gate.wait_started()
-        with pytest.raises(CallTimeoutError) as info:
-            pool.call("pooltasks.add", 1, 2, timeout=0.2)
-        err = info.value
-        assert err.worker is None
-        assert "still queued" in str(err)
-        gate.release()
-        assert running.result(timeout=30) == "first"
+def test_timeout_of_a_call_still_queued(make_pool: MakePool, gates: Gates) -> None:
+    pool = make_pool(workers=1)
+    gate = gates.new()
+    running = pool.submit("pooltasks.block", *gate.args("first"))
+    gate.wait_started()
+    with pytest.raises(CallTimeoutError) as info:
+        pool.call("pooltasks.add", 1, 2, timeout=0.2)
+    err = info.value
+    assert err.worker is None
+    assert "still queued" in str(err)
+    gate.release()
+    assert running.result(timeout=30) == "first"
 
 
 def test_timeout_zero_and_generous_timeouts(pool: InterpreterPool) -> None:
