@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support import Gates
+from support import Gates, wait_until
 
 from interp_rpc import CallTimeoutError, InterpreterPool, InterpRpcError, RemoteError
 
@@ -84,28 +84,31 @@ def test_map_error_index_with_any_chunking(module_pool: InterpreterPool,
     assert info.value.remote_message == "bad value 57"
 
 
-def test_map_error_cancels_queued_chunks(pool: InterpreterPool, gates: Gates,
-                                         tmp_path: Path) -> None:
-    # Item 0 fails once item 1 is running; by then item 2 holds the other
-    # worker, so items 3.. are still queued when the caller sees the failure.
-    blocker1, blocker2 = gates.new(), gates.new()
-    touched = [tmp_path / f"touched-{i}" for i in range(3, 10)]
-    items = [("fail_after", str(blocker1.started), "item zero failed"),
-             blocker1.map_item("one"), blocker2.map_item("two"),
-             *[("touch", str(path)) for path in touched]]
+def test_map_error_cancels_queued_chunks(pool: InterpreterPool, gates: Gates) -> None:
+    # Item 0 fails once item 1 holds the other worker. Every later item
+    # blocks when it runs, so the worker that ran item 0 can take at most one
+    # of them before the caller has cancelled the rest.
+    holder = gates.new()
+    later = [gates.new() for _ in range(8)]
+    items = [("fail_after", str(holder.started), "item zero failed"), holder.map_item("one"),
+             *[gate.map_item(i) for i, gate in enumerate(later, start=2)]]
     with pytest.raises(RemoteError) as info:
         pool.map("pooltasks.map_item", items, chunksize=1)
     assert info.value.item_index == 0
     assert info.value.remote_message == "item zero failed"
-    blocker2.wait_started()
-    blocker1.release()
-    blocker2.release()
-    # Once both workers are idle again, nothing else ran.
-    assert pool.call("pooltasks.add", 1, 1) == 2
-    assert pool.call("pooltasks.add", 2, 2) == 4
-    assert not any(path.exists() for path in touched)
-    outcomes = [r.outcome for r in pool.call_records() if r.target == "pooltasks.map_item"]
-    assert outcomes.count("cancelled") == len(touched)
+    gates.release_all()
+
+    def outcomes() -> list[str]:
+        return [r.outcome for r in pool.call_records() if r.target == "pooltasks.map_item"]
+
+    # Every item ends up replied or cancelled; then nothing else can run.
+    wait_until(lambda: len(outcomes()) == len(items), what="every item accounted for")
+    assert pool.map("pooltasks.square", [1, 2], chunksize=1) == [1, 4]
+    started = [gate.has_started() for gate in later]
+    assert sum(started) <= 1
+    final = outcomes()
+    assert final.count("cancelled") == len(later) - sum(started)
+    assert final.count("replied") == 2 + sum(started)
 
 
 def test_map_timeout_is_a_deadline_for_the_whole_map(pool: InterpreterPool) -> None:
@@ -128,7 +131,7 @@ def test_map_timeout_reports_progress_and_cancels_the_rest(
     items = [("ok", 0), ("ok", 1), first.map_item(), second.map_item(),
              ("touch", str(touched))]
     with pytest.raises(CallTimeoutError) as info:
-        pool.map("pooltasks.map_item", items, chunksize=1, timeout=0.5)
+        pool.map("pooltasks.map_item", items, chunksize=1, timeout=1.5)
     err = info.value
     assert (err.completed, err.total) == (2, 5)
     assert err.target == "pooltasks.map_item"
