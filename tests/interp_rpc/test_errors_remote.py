@@ -5,6 +5,7 @@ from __future__ import annotations
 import mymodule
 import pooltasks
 import pytest
+from support import wait_until
 
 from interp_rpc import InterpreterPool, InterpRpcError, RemoteError
 
@@ -88,7 +89,7 @@ def test_remote_error_from_submit_and_the_worker_survives(module_pool: Interpret
     assert isinstance(err, RemoteError)
     assert err.remote_type_name == "ConfigError"
     assert module_pool.map("pooltasks.square", range(10)) == [i * i for i in range(10)]
-    assert all(w.state == "idle" for w in module_pool.status())
+    wait_until(lambda: all(w.state == "idle" for w in module_pool.status()))
 
 
 @pytest.mark.parametrize("exc", ["SystemExit", "KeyboardInterrupt"])
