@@ -70,6 +70,7 @@ class WorkerStatus:
     calls_done: int
     busy_seconds_total: float
     detail: str | None  # why a dead worker died
+    call_id: int | None = None  # the running call's id (CallRecord.id once it finished)
 
 
 @dataclass(frozen=True)
@@ -426,7 +427,8 @@ class InterpreterPool(Executor):
         return [WorkerStatus(index=w["index"], state=w["state"], target=w["target"],
                              item_index=w["item_index"], busy_seconds=w["busy_seconds"],
                              calls_done=w["calls_done"],
-                             busy_seconds_total=w["busy_seconds_total"], detail=w["detail"])
+                             busy_seconds_total=w["busy_seconds_total"], detail=w["detail"],
+                             call_id=w["call_id"] or None)
                 for w in self._engine.status()]
 
     def stats(self) -> PoolStats:

@@ -255,3 +255,17 @@ def test_call_records_since_id_reads_later_records(pool: InterpreterPool) -> Non
     later = pool.call_records(since_id=ids[3])
     assert ids[4] in [r.id for r in later]
     assert not set(ids[:3]) & {r.id for r in later}
+
+
+def test_status_names_the_running_call_by_id(pool: InterpreterPool, gates: Gates) -> None:
+    assert [w.call_id for w in pool.status()] == [None, None]
+    gate = gates.new()
+    future = pool.submit("pooltasks.block", *gate.args())
+    gate.wait_started()
+    (busy,) = [w for w in pool.status() if w.state == "busy"]
+    assert isinstance(busy.call_id, int) and busy.call_id > 0
+    gate.release()
+    future.result(timeout=30)
+    wait_until(lambda: pool.status()[busy.index].call_id is None)
+    (record,) = [r for r in pool.call_records() if r.id == busy.call_id]
+    assert (record.target, record.worker) == ("pooltasks.block", busy.index)
