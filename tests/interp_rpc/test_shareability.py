@@ -319,3 +319,12 @@ def test_nested_classes_missing_from_a_module_the_worker_has(
     assert err.argument_path == "argument 'value'['k'][0]"
     assert err.value_type == "Nested"
     assert "pooltasks.Point.Nested" in err.reason
+
+
+def test_return_value_the_caller_cannot_load(module_pool: InterpreterPool) -> None:
+    with pytest.raises(ShareabilityError) as info:
+        module_pool.call("pooltasks.return_worker_only_instance")
+    err = info.value
+    assert err.argument_path.startswith("return value")
+    assert "worker_only_module" in err.reason
+    assert module_pool.call("pooltasks.add", 1, 1) == 2
