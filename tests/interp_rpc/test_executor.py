@@ -80,7 +80,7 @@ def test_shutdown_without_wait_returns_while_a_call_runs(make_pool: MakePool,
     pool.close(timeout=30)
 
 
-def test_executor_context_manager_closes(tmp_path: Path) -> None:
+def test_executor_context_manager_closes() -> None:
     with InterpreterPool(workers=1, init="import pooltasks") as pool:
         future = pool.submit(pooltasks.add, 2, 2)
     assert future.result(timeout=0) == 4
