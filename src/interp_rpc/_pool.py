@@ -69,6 +69,7 @@ class WorkerStatus:
     calls_done: int
     busy_seconds_total: float
     detail: str | None  # why a dead worker died
+    call_id: int | None = None  # the running call's id (CallRecord.id once it finished)
 
 
 @dataclass(frozen=True)
@@ -133,14 +134,26 @@ class _CallFuture(Future[Any]):
         self._args = args
         self._kwargs = kwargs
         self._handle: _core.CallHandle | None = None
+        # The engine can finish the call, and its completion thread call
+        # _settle(), before submit() has attached the handle: _settle() then
+        # leaves the work to _attach().
+        self._attach_lock = threading.Lock()
+        self._settle_deferred = False
 
     def _attach(self, handle: _core.CallHandle) -> None:
-        self._handle = handle
+        with self._attach_lock:
+            self._handle = handle
+            deferred = self._settle_deferred
+        if deferred:
+            self._settle()
 
     def _settle(self) -> None:
         """Turn the reply into the future's outcome; the caller has claimed it."""
-        handle = self._handle
-        assert handle is not None
+        with self._attach_lock:
+            handle = self._handle
+            if handle is None:
+                self._settle_deferred = True
+                return
         try:
             value = self._pool._reply_value(handle.status, handle.reply_kind, handle.reply,
                                             handle.worker, self._target, self._args, self._kwargs)
@@ -493,7 +506,8 @@ class InterpreterPool(Executor):
         return [WorkerStatus(index=w["index"], state=w["state"], target=w["target"],
                              item_index=w["item_index"], busy_seconds=w["busy_seconds"],
                              calls_done=w["calls_done"],
-                             busy_seconds_total=w["busy_seconds_total"], detail=w["detail"])
+                             busy_seconds_total=w["busy_seconds_total"], detail=w["detail"],
+                             call_id=w["call_id"] or None)
                 for w in self._engine.status()]
 
     def stats(self) -> PoolStats:

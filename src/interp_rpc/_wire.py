@@ -243,15 +243,24 @@ def _descend(value: object, path: str, reason: str, check: Check, seen: set[int]
 # fails when the worker loads it; the worker's error names what it could not
 # find, and these helpers find where in the arguments it was used.
 
-_MISSING_ATTRIBUTE = re.compile(r"Can't get attribute '([^']+)' on <module '([^']+)'")
+# How unpickling words "this name is not there", as (pattern, group of the
+# module, group of the qualified name). Python 3.14 says "module 'm' has no
+# attribute 'Name'" and "Can't resolve path 'A.B' on module 'm'"; earlier
+# versions said "Can't get attribute 'Name' on <module 'm' ...>".
+_MISSING_ATTRIBUTE = (
+    (re.compile(r"^module '([^']+)' has no attribute '([^']+)'"), 1, 2),
+    (re.compile(r"Can't resolve path '([^']+)' on module '([^']+)'"), 2, 1),
+    (re.compile(r"Can't get attribute '([^']+)' on <module '([^']+)'"), 2, 1),
+)
 _MISSING_MODULE = re.compile(r"No module named '([^']+)'")
 
 
 def unresolvable_reference(message: str) -> tuple[str, str | None] | None:
     """(module, qualified name or None) that a worker's unpickling error names."""
-    match = _MISSING_ATTRIBUTE.search(message)
-    if match:
-        return match.group(2), match.group(1)
+    for pattern, module_group, name_group in _MISSING_ATTRIBUTE:
+        match = pattern.search(message)
+        if match:
+            return match.group(module_group), match.group(name_group)
     match = _MISSING_MODULE.search(message)
     if match:
         return match.group(1), None

@@ -1,0 +1,152 @@
+"""A program that exits while a worker is stuck exits promptly, with its own exit code."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from support import FIXTURES
+
+CRASH_SIGNS = ("Fatal Python error", "Aborted", "Segmentation", "core dumped",
+               "Assertion", "terminate called")
+
+SCRIPT = '''
+import sys
+import time
+
+sys.path.insert(0, {fixtures!r})
+
+from interp_rpc import InterpreterPool
+
+
+def spin_forever():
+    while True:
+        pass
+
+
+if __name__ == "__main__":
+    how, ending = sys.argv[1], sys.argv[2]
+    pool = InterpreterPool(workers=2, init="import pooltasks")
+    assert pool.call("pooltasks.add", 1, 2) == 3
+    if how == "sleep":
+        pool.submit("time.sleep", 60)
+    else:
+        pool.submit(spin_forever)  # a function of this script, imported by the worker
+    while not any(w.state == "busy" for w in pool.status()):
+        time.sleep(0.01)
+    print("stuck worker running", flush=True)
+    if ending == "exit":
+        sys.exit(3)
+    raise RuntimeError("uncaught at top level")
+'''
+
+
+@pytest.fixture
+def script(tmp_path: Path) -> Path:
+    path = tmp_path / "stuck_at_exit.py"
+    path.write_text(SCRIPT.format(fixtures=str(FIXTURES)))
+    return path
+
+
+def run(script: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True,
+                          timeout=15, cwd=script.parent)
+
+
+def assert_no_crash(result: subprocess.CompletedProcess[str]) -> None:
+    for sign in CRASH_SIGNS:
+        assert sign not in result.stderr, result.stderr
+    assert "stuck worker running" in result.stdout, result.stderr
+
+
+# At exit, CPython's finalize_subinterpreters() ends every interpreter still
+# there, stuck workers' included, under their threads. A worker thread that
+# touches its interpreter again before the process is gone crashes it (gdb:
+# the spinning worker in _Py_HandlePending, a worker returning from sleep in
+# PyEval_RestoreThread). A spinning worker does so now and then (about 1 run
+# in 30 under load), so that case cannot be a strict xfail;
+# test_a_stuck_call_ending_during_interpreter_exit_does_not_crash reproduces
+# the same crash every time.
+SPIN_CRASHES_SOMETIMES = pytest.mark.xfail(
+    reason="BUG (intermittent, strict=False on purpose): a worker spinning in Python at exit "
+           "sometimes segfaults the process after CPython's finalize_subinterpreters() ended "
+           "its interpreter under it; see "
+           "test_a_stuck_call_ending_during_interpreter_exit_does_not_crash",
+    strict=False)
+
+
+@pytest.mark.parametrize("how", ["sleep", pytest.param("spin", marks=SPIN_CRASHES_SOMETIMES)])
+def test_sys_exit_with_a_stuck_worker_keeps_its_exit_code(script: Path, how: str) -> None:
+    result = run(script, how, "exit")
+    assert_no_crash(result)
+    assert result.returncode == 3, result.stderr
+
+
+@pytest.mark.parametrize("how", ["sleep", pytest.param("spin", marks=SPIN_CRASHES_SOMETIMES)])
+def test_uncaught_exception_with_a_stuck_worker_exits_with_1(script: Path, how: str) -> None:
+    result = run(script, how, "raise")
+    assert_no_crash(result)
+    assert result.returncode == 1, result.stderr
+    assert "RuntimeError: uncaught at top level" in result.stderr
+
+
+def test_exit_with_an_idle_open_pool_is_quiet(tmp_path: Path) -> None:
+    path = tmp_path / "idle_at_exit.py"
+    path.write_text(textwrap.dedent(f'''
+        import sys
+        sys.path.insert(0, {str(FIXTURES)!r})
+        from interp_rpc import InterpreterPool
+
+        if __name__ == "__main__":
+            pool = InterpreterPool(workers=2, init="import pooltasks")
+            print(pool.call("pooltasks.add", 40, 2))
+            sys.exit(0)
+    '''))
+    result = run(path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "42"
+    assert result.stderr == ""
+
+
+ENDS_DURING_EXIT = """
+import sys
+import time
+
+sys.path.insert(0, {fixtures!r})
+
+from interp_rpc import InterpreterPool
+
+
+class SlowToFinalize:
+    # Any program whose own teardown takes a moment (flushing, joining, closing).
+    def __del__(self):
+        time.sleep(2)
+
+
+if __name__ == "__main__":
+    pool = InterpreterPool(workers=2, init="import pooltasks")
+    # Stuck for longer than the pool's exit timeout (1 s), but it does end,
+    # while the interpreter is still finalizing.
+    pool.submit("time.sleep", 1.5)
+    while not any(w.state == "busy" for w in pool.status()):
+        time.sleep(0.01)
+    print("stuck worker running", flush=True)
+    keeper = SlowToFinalize()
+    sys.exit(3)
+"""
+
+
+@pytest.mark.xfail(reason="BUG: at exit, after the pool gives up on a stuck worker, CPython's "
+                          "finalize_subinterpreters() deletes that worker's thread state and "
+                          "ends its interpreter; when the stuck call then returns (here, "
+                          "time.sleep(1.5) while the program still finalizes) the worker "
+                          "thread segfaults in PyEval_RestoreThread", strict=True)
+def test_a_stuck_call_ending_during_interpreter_exit_does_not_crash(tmp_path: Path) -> None:
+    path = tmp_path / "ends_during_exit.py"
+    path.write_text(ENDS_DURING_EXIT.format(fixtures=str(FIXTURES)))
+    result = run(path)
+    assert_no_crash(result)
+    assert result.returncode == 3, result.stderr

@@ -1,0 +1,150 @@
+"""Futures from submit(): results, exceptions, callbacks, waiting and cancellation."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import sys
+import threading
+from collections.abc import Iterator
+from concurrent.futures import CancelledError, Future
+from pathlib import Path
+
+import pytest
+from support import Gates
+
+from interp_rpc import InterpreterPool, RemoteError
+
+
+@pytest.fixture
+def frequent_thread_switches() -> Iterator[None]:
+    """Switch threads as often as possible, so that races between the
+    submitting thread and the engine's completion thread show up."""
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(interval)
+
+
+def test_a_call_that_finishes_before_submit_returns_still_settles_its_future(
+        module_pool: InterpreterPool, frequent_thread_switches: None) -> None:
+    # Regression: the completion thread could settle a future before submit()
+    # had attached its handle; the future then never completed.
+    futures = [module_pool.submit("pooltasks.square", i) for i in range(3000)]
+    _, not_done = concurrent.futures.wait(futures, timeout=60)
+    assert not not_done, f"{len(not_done)} futures never completed"
+    assert [f.result() for f in futures] == [i * i for i in range(3000)]
+
+
+def test_result_and_exception(module_pool: InterpreterPool) -> None:
+    ok = module_pool.submit("pooltasks.add", 1, 2)
+    bad = module_pool.submit("pooltasks.fail", "no good")
+    assert ok.result(timeout=30) == 3
+    assert ok.exception(timeout=30) is None
+    error = bad.exception(timeout=30)
+    assert isinstance(error, RemoteError)
+    assert error.remote_message == "no good"
+    with pytest.raises(RemoteError, match="no good"):
+        bad.result(timeout=30)
+
+
+def test_result_timeout_raises_timeout_error_and_the_future_stays_usable(
+        pool: InterpreterPool, gates: Gates) -> None:
+    gate = gates.new()
+    future = pool.submit("pooltasks.block", *gate.args("late"))
+    with pytest.raises(TimeoutError):
+        future.result(timeout=0.2)
+    with pytest.raises(TimeoutError):
+        future.exception(timeout=0.05)
+    assert not future.done()
+    gate.release()
+    assert future.result(timeout=30) == "late"
+
+
+def test_done_callbacks_run_once_with_the_settled_future(module_pool: InterpreterPool) -> None:
+    seen: list[tuple[Future[object], object]] = []
+    event = threading.Event()
+
+    def callback(future: Future[object]) -> None:
+        seen.append((future, future.result()))
+        event.set()
+
+    future = module_pool.submit("pooltasks.add", 40, 2)
+    future.add_done_callback(callback)
+    assert event.wait(30)
+    assert seen == [(future, 42)]
+    # Added after completion: runs at once, in this thread.
+    future.add_done_callback(callback)
+    assert seen[-1] == (future, 42)
+    assert len(seen) == 2
+
+
+def test_callbacks_fire_without_anyone_calling_result(module_pool: InterpreterPool) -> None:
+    events = [threading.Event() for _ in range(20)]
+    futures = [module_pool.submit("pooltasks.square", i) for i in range(20)]
+    for future, event in zip(futures, events, strict=True):
+        future.add_done_callback(lambda _f, e=event: e.set())
+    for event in events:
+        assert event.wait(30)
+
+
+def test_concurrent_futures_wait_and_as_completed(pool: InterpreterPool, gates: Gates) -> None:
+    gate = gates.new()
+    slow = pool.submit("pooltasks.block", *gate.args("slow"))
+    fast = [pool.submit("pooltasks.square", i) for i in range(10)]
+    done, not_done = concurrent.futures.wait(fast, timeout=30)
+    assert done == set(fast) and not not_done
+    done, not_done = concurrent.futures.wait([slow, *fast], timeout=0.2)
+    assert not_done == {slow}
+    done, not_done = concurrent.futures.wait(
+        [slow, *fast], timeout=0.2, return_when=concurrent.futures.FIRST_COMPLETED)
+    assert slow in not_done and done
+    gate.release()
+    order = list(concurrent.futures.as_completed([slow, *fast], timeout=30))
+    assert set(order) == {slow, *fast}
+    assert slow.result() == "slow"
+    failing = pool.submit("pooltasks.fail", "x")
+    done, _ = concurrent.futures.wait([failing], timeout=30,
+                                      return_when=concurrent.futures.FIRST_EXCEPTION)
+    assert done == {failing}
+
+
+def test_cancel_of_a_queued_future_means_it_never_runs(
+        pool: InterpreterPool, gates: Gates, tmp_path: Path) -> None:
+    blockers = [gates.new() for _ in range(pool.workers)]
+    running = [pool.submit("pooltasks.block", *g.args(i)) for i, g in enumerate(blockers)]
+    for gate in blockers:
+        gate.wait_started()
+    marker = tmp_path / "must-not-exist"
+    queued = pool.submit("pooltasks.touch", str(marker))
+    callback_saw: list[bool] = []
+    queued.add_done_callback(lambda f: callback_saw.append(f.cancelled()))
+
+    assert queued.cancel() is True
+    assert queued.cancelled() and queued.done()
+    assert callback_saw == [True]
+    with pytest.raises(CancelledError):
+        queued.result(timeout=1)
+    assert queued.cancel() is True  # cancelling again is harmless
+
+    for gate in blockers:
+        gate.release()
+    assert [f.result(timeout=30) for f in running] == [0, 1]
+    # Both workers are free again: anything queued before would have run.
+    assert pool.map("pooltasks.square", range(4), chunksize=1) == [0, 1, 4, 9]
+    assert not marker.exists()
+    assert "cancelled" in [r.outcome for r in pool.call_records()]
+
+
+def test_cancel_of_a_running_future_returns_false(pool: InterpreterPool, gates: Gates) -> None:
+    gate = gates.new()
+    future = pool.submit("pooltasks.block", *gate.args("finished anyway"))
+    gate.wait_started()
+    assert future.cancel() is False
+    assert not future.cancelled()
+    assert not future.done()
+    gate.release()
+    assert future.result(timeout=30) == "finished anyway"
+    assert future.cancel() is False  # done futures cannot be cancelled either
+

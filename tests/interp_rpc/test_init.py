@@ -1,0 +1,194 @@
+"""init=: runs once per worker before any call; failures and timeouts tear the pool down."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support import non_main_interpreters, on_every_worker, wait_only_main_interpreter
+
+from interp_rpc import (
+    InterpreterPool,
+    InterpRpcError,
+    PoolInitError,
+    RemoteError,
+    WorkerInitFailure,
+)
+
+COUNTING_INIT = """
+import pooltasks
+try:
+    INIT_RUNS += 1
+except NameError:
+    INIT_RUNS = 1
+EVENTS = ["init"]
+"""
+
+
+def test_init_runs_once_in_every_worker_before_any_call(tmp_path: Path) -> None:
+    with InterpreterPool(workers=2, init=COUNTING_INIT) as pool:
+        # The first call of each worker already sees its init done, once.
+        assert list(on_every_worker(pool, tmp_path, "main_attr", "EVENTS").values()) == [
+            ["init"], ["init"]]
+        assert list(on_every_worker(pool, tmp_path, "main_attr", "INIT_RUNS").values()) == [1, 1]
+        runs = pool.map("pooltasks.main_attr", ["INIT_RUNS"] * 40, chunksize=1)
+        events = pool.map("pooltasks.main_attr", ["EVENTS"] * 40, chunksize=1)
+    assert runs == [1] * 40
+    assert events == [["init"]] * 40
+
+
+def test_init_code_shares_the_workers_main_namespace() -> None:
+    init = "import pooltasks\nGREETING = 'hello from init'"
+    with InterpreterPool(workers=2, init=init) as pool:
+        assert pool.call("pooltasks.main_attr", "GREETING") == "hello from init"
+
+
+@pytest.fixture
+def extra_path_entry(tmp_path: Path) -> Iterator[Path]:
+    """A directory on the caller's sys.path that holds a module of its own."""
+    directory = tmp_path / "only-on-callers-path"
+    directory.mkdir()
+    (directory / "callers_own_module.py").write_text("def answer():\n    return 42\n")
+    sys.path.append(str(directory))
+    try:
+        yield directory
+    finally:
+        sys.path.remove(str(directory))
+        sys.modules.pop("callers_own_module", None)
+
+
+def test_workers_start_with_the_callers_sys_path_and_cwd(
+        extra_path_entry: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with InterpreterPool(workers=2, init="import pooltasks, callers_own_module") as pool:
+        envs = on_every_worker(pool, tmp_path, "environment").values()
+        assert pool.call("callers_own_module.answer") == 42
+    for env in envs:
+        assert env["sys_path"] == sys.path
+        assert str(extra_path_entry) in env["sys_path"]
+        assert env["cwd"] == os.getcwd() == str(tmp_path)
+
+
+def test_init_failure_names_every_failing_worker_with_its_traceback() -> None:
+    init = "import pooltasks\npooltasks.init_failure()"
+    before = non_main_interpreters()
+    with pytest.raises(PoolInitError) as info:
+        InterpreterPool(workers=2, init=init)
+    err = info.value
+    assert isinstance(err, InterpRpcError)
+    assert sorted(f.worker for f in err.failures) == [0, 1]
+    message = str(err)
+    for failure in err.failures:
+        assert isinstance(failure, WorkerInitFailure)
+        assert not failure.timed_out
+        assert not failure.refused_extension
+        assert isinstance(failure.error, RemoteError)
+        assert failure.error.remote_type_name == "LookupError"
+        assert failure.error.remote_message == "init could not find its configuration"
+        assert "Traceback (most recent call last)" in failure.error.remote_traceback
+        assert "in init_failure" in failure.error.remote_traceback
+        assert f"worker {failure.worker}" in message
+    assert message.count("init could not find its configuration") >= 2
+    assert message.count("in init_failure") == 2
+    # Every worker was torn down.
+    wait_only_main_interpreter()
+    assert before == []
+
+
+def test_init_failure_in_one_worker_tears_down_the_healthy_ones_too(tmp_path: Path) -> None:
+    flag = tmp_path / "chosen"
+    init = f"import pooltasks\npooltasks.fail_first_caller({str(flag)!r})"
+    with pytest.raises(PoolInitError) as info:
+        InterpreterPool(workers=3, init=init)
+    failures = info.value.failures
+    assert len(failures) == 1
+    failed = failures[0]
+    assert failed.error is not None
+    assert failed.error.remote_message == "this worker was chosen to fail"
+    assert f"worker {failed.worker}" in str(info.value)
+    wait_only_main_interpreter()
+
+
+def test_init_timeout_raises_pool_init_error_with_timed_out(tmp_path: Path) -> None:
+    gate = tmp_path / "init-gate"
+    init = f"import pooltasks\npooltasks.wait_for_path({str(gate)!r})"
+    try:
+        with pytest.raises(PoolInitError) as info:
+            InterpreterPool(workers=2, init=init, init_timeout=0.3)
+    finally:
+        gate.touch()  # let the stuck init finish, so its worker can be torn down
+    err = info.value
+    assert err.init_timeout == 0.3
+    assert sorted(f.worker for f in err.failures) == [0, 1]
+    assert all(f.timed_out for f in err.failures)
+    assert "init_timeout=0.3" in str(err)
+    assert "worker 0" in str(err) and "worker 1" in str(err)
+    wait_only_main_interpreter()
+
+
+@pytest.mark.parametrize("module", ["zmq", "psutil"])
+def test_refused_c_extension_is_explained_plainly(module: str) -> None:
+    pytest.importorskip(module)  # importable here, in the main interpreter
+    with pytest.raises(PoolInitError) as info:
+        InterpreterPool(workers=2, init=f"import {module}")
+    err = info.value
+    message = str(err)
+    assert "does not support loading in subinterpreters" in message
+    # Our explanation, not only CPython's one-liner.
+    assert "Py_mod_multiple_interpreters" in message
+    assert "was not built for isolated subinterpreters" in message
+    assert "process pool" in message
+    assert len(err.failures) == 2
+    for failure in err.failures:
+        assert failure.refused_extension
+        assert failure.error is not None
+        assert failure.error.remote_type_name == "ImportError"
+        assert "does not support loading in subinterpreters" in failure.error.remote_message
+    wait_only_main_interpreter()
+
+
+def test_ordinary_import_error_is_not_reported_as_a_refused_extension() -> None:
+    with pytest.raises(PoolInitError) as info:
+        InterpreterPool(workers=1, init="import module_that_does_not_exist_anywhere")
+    (failure,) = info.value.failures
+    assert not failure.refused_extension
+    assert failure.error is not None
+    assert failure.error.remote_type_name == "ModuleNotFoundError"
+    assert "Py_mod_multiple_interpreters" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "words"),
+    [
+        ({"workers": 0}, ValueError, "workers must be at least 1"),
+        ({"workers": -3}, ValueError, "workers must be at least 1"),
+        ({"workers": "2"}, TypeError, "workers must be an int, not str"),
+        ({"workers": 2.0}, TypeError, "workers must be an int, not float"),
+        ({"workers": True}, TypeError, "workers must be an int, not bool"),
+        ({"init": 3}, TypeError, "init must be source code (a str) or None, not int"),
+        ({"init": b"import os"}, TypeError, "init must be source code"),
+        ({"init": "def broken(:\n"}, ValueError, "init is not valid Python"),
+        ({"init_timeout": -1}, ValueError, "init_timeout must be a non-negative number"),
+        ({"init_timeout": float("nan")}, ValueError, "init_timeout must be a non-negative"),
+        ({"init_timeout": "5"}, TypeError, "init_timeout must be a number of seconds or None"),
+    ],
+)
+def test_bad_constructor_arguments_fail_clearly(
+        kwargs: dict[str, object], error: type[Exception], words: str) -> None:
+    before = non_main_interpreters()
+    with pytest.raises(error) as info:
+        InterpreterPool(**kwargs)  # type: ignore[arg-type]
+    assert words in str(info.value)
+    # Nothing was started.
+    assert non_main_interpreters() == before
+
+
+def test_init_none_and_defaults() -> None:
+    with InterpreterPool(workers=1) as pool:
+        assert pool.workers == 1
+        assert pool.call("os.getcwd") == os.getcwd()
+    with InterpreterPool() as pool:
+        assert pool.workers == 4

@@ -1,0 +1,87 @@
+"""Ctrl-C (KeyboardInterrupt) stops a caller blocked on the pool; the pool stays usable."""
+
+from __future__ import annotations
+
+import _thread
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+from support import Gates, wait_until
+
+from interp_rpc import InterpreterPool
+
+
+def interrupt_when(condition: Callable[[], bool]) -> threading.Thread:
+    """Deliver KeyboardInterrupt to the main thread once ``condition()`` holds."""
+    def run() -> None:
+        wait_until(condition)
+        time.sleep(0.1)  # let the main thread settle into its wait
+        _thread.interrupt_main()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.fixture
+def main_thread() -> Iterator[None]:
+    """On the main thread, with Python's own SIGINT handler (a shell starts
+    background jobs with SIGINT ignored, and then interrupt_main() does nothing)."""
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("KeyboardInterrupt goes to the main thread")
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def test_interrupt_stops_a_blocked_call(main_thread: None, pool: InterpreterPool,
+                                        gates: Gates) -> None:
+    gate = gates.new()
+    interrupter = interrupt_when(gate.has_started)
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        pool.call("pooltasks.block", *gate.args())  # would block for up to 60 s
+    assert time.monotonic() - started < 5
+    interrupter.join(10)
+    # The call goes on in its worker; the pool is still usable.
+    assert pool.call("pooltasks.add", 1, 2, timeout=30) == 3
+    busy = [w for w in pool.status() if w.state == "busy"]
+    assert [w.target for w in busy] == ["pooltasks.block"]
+    gate.release()
+    wait_until(lambda: all(w.state == "idle" for w in pool.status()))
+    assert pool.map("pooltasks.square", range(4)) == [0, 1, 4, 9]
+
+
+def test_interrupt_stops_a_map_and_cancels_its_queued_chunks(
+        main_thread: None, pool: InterpreterPool, gates: Gates) -> None:
+    blockers = [gates.new() for _ in range(2)]
+    later = [gates.new() for _ in range(6)]
+    items = [g.map_item(i) for i, g in enumerate(blockers + later)]
+    interrupter = interrupt_when(lambda: all(g.has_started() for g in blockers))
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        pool.map("pooltasks.map_item", items, chunksize=1)
+    assert time.monotonic() - started < 5
+    interrupter.join(10)
+    gates.release_all()
+    wait_until(lambda: len([r for r in pool.call_records()
+                            if r.target == "pooltasks.map_item"]) == len(items))
+    assert not any(g.has_started() for g in later)
+    assert pool.map("pooltasks.square", range(4)) == [0, 1, 4, 9]
+
+
+def test_interrupt_stops_future_result(main_thread: None, pool: InterpreterPool,
+                                       gates: Gates) -> None:
+    gate = gates.new()
+    future = pool.submit("pooltasks.block", *gate.args("eventually"))
+    interrupter = interrupt_when(gate.has_started)
+    with pytest.raises(KeyboardInterrupt):
+        future.result()
+    interrupter.join(10)
+    gate.release()
+    assert future.result(timeout=30) == "eventually"

@@ -1,0 +1,169 @@
+"""Targets: dotted paths and callables by reference; everything else fails before dispatch."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import mymodule
+import pooltasks
+import pytest
+from mypkg.mymodule import MyClass
+
+from interp_rpc import InterpreterPool, InterpRpcError, TargetResolutionError
+
+
+def test_dotted_path_to_a_module_function(module_pool: InterpreterPool) -> None:
+    assert module_pool.call("mypkg.mymodule.function", 1) == ("function", 1)
+
+
+def test_dotted_path_through_a_class(module_pool: InterpreterPool) -> None:
+    assert module_pool.call("mypkg.mymodule.MyClass.method", 21) == ("static", 42)
+    assert module_pool.call("mypkg.mymodule.MyClass.create", 2) == ("class", "MyClass", 6)
+    assert module_pool.call("mypkg.mymodule.MyClass.Inner.deep", "x") == ("inner", "x")
+    assert module_pool.call("mypkg.mymodule.MyClass") is not None
+
+
+def test_dotted_path_imports_a_module_init_did_not(module_pool: InterpreterPool) -> None:
+    # mypkg is not in the pool's init=; the worker imports it on first use.
+    assert module_pool.call("os.path.join", "a", "b") == "a/b"
+    assert module_pool.call("json.dumps", [1]) == "[1]"
+
+
+def test_dotted_path_to_a_builtin(module_pool: InterpreterPool) -> None:
+    assert module_pool.call("builtins.len", [1, 2, 3]) == 3
+
+
+@pytest.mark.parametrize(
+    ("target", "args", "expected"),
+    [
+        (mymodule.process, ({"n": 3},), {"n": 3, "squared": 9}),
+        (pooltasks.add, (1, 2), 3),
+        (pooltasks.Point, (1, 2), pooltasks.Point(1, 2)),  # a class
+        (MyClass.method, (5,), ("static", 10)),  # a staticmethod
+        (MyClass.create, (5,), ("class", "MyClass", 15)),  # a classmethod, bound to its class
+        (MyClass.Inner.deep, (0,), ("inner", 0)),
+        (len, ("abcd",), 4),  # a builtin
+    ],
+)
+def test_callables_resolvable_by_reference(module_pool: InterpreterPool,
+                                           target: Callable[..., Any], args: tuple[Any, ...],
+                                           expected: object) -> None:
+    assert module_pool.call(target, *args) == expected
+    assert module_pool.submit(target, *args).result(timeout=30) == expected
+
+
+def make_closure() -> Callable[[int], int]:
+    offset = 10
+
+    def add_offset(x: int) -> int:
+        return x + offset
+
+    return add_offset
+
+
+def make_nested() -> Callable[[int], int]:
+    def nested(x: int) -> int:  # no free variables, but still not importable
+        return x
+
+    return nested
+
+
+class Service:
+    def handle(self, x: int) -> int:
+        return x
+
+
+CLOSURE = make_closure()
+NESTED = make_nested()
+LAMBDA = lambda x: x  # noqa: E731 - a module-level lambda is still a lambda
+BOUND = Service().handle
+
+
+@pytest.mark.parametrize(
+    ("target", "why"),
+    [
+        (CLOSURE, "is a closure (it captures offset from an enclosing scope)"),
+        (NESTED, "is defined inside a function"),
+        (LAMBDA, "is a lambda"),
+        (lambda x: x, "is a lambda"),
+        (BOUND, "is a method bound to a Service instance"),
+    ],
+    ids=["closure", "nested-function", "module-level-lambda", "inline-lambda",
+         "bound-method"],
+)
+def test_unresolvable_callables_fail_before_dispatch(
+        module_pool: InterpreterPool, target: Callable[..., Any], why: str) -> None:
+    before = module_pool.stats().calls
+    for attempt in (lambda: module_pool.call(target, 1),
+                    lambda: module_pool.submit(target, 1),
+                    lambda: module_pool.map(target, [1, 2])):
+        with pytest.raises(TargetResolutionError) as info:
+            attempt()
+        message = str(info.value)
+        assert why in message
+        # ... and what to do instead.
+        assert "define it at module level" in message or "module-level function" in message
+        assert isinstance(info.value, InterpRpcError)
+    assert module_pool.stats().calls == before
+
+
+def test_closure_message_suggests_passing_captured_values(module_pool: InterpreterPool) -> None:
+    with pytest.raises(TargetResolutionError, match="passing the captured values as arguments"):
+        module_pool.call(CLOSURE, 1)
+
+
+def test_empty_map_still_checks_the_target(module_pool: InterpreterPool) -> None:
+    with pytest.raises(TargetResolutionError):
+        module_pool.map(LAMBDA, [])
+
+
+@pytest.mark.parametrize(
+    ("target", "failed_part", "words"),
+    [
+        ("no_such_module_anywhere.fn", "no_such_module_anywhere",
+         "no module named 'no_such_module_anywhere'"),
+        ("mymodule.no_such_function", "no_such_function",
+         "'mymodule' has no attribute 'no_such_function'"),
+        ("mypkg.mymodule.MyClass.nope", "nope",
+         "'mypkg.mymodule.MyClass' has no attribute 'nope'"),
+        ("mypkg.nomodule.fn", "nomodule", "'mypkg' has no attribute 'nomodule'"),
+        ("mymodule.CONSTANT", "CONSTANT", "resolved to a int, which is not callable"),
+    ],
+)
+def test_bad_paths_name_the_part_that_failed(module_pool: InterpreterPool, target: str,
+                                             failed_part: str, words: str) -> None:
+    with pytest.raises(TargetResolutionError) as info:
+        module_pool.call(target)
+    err = info.value
+    assert err.failed_part == failed_part
+    assert err.target == target
+    assert words in str(err)
+    # The worker that tried survives.
+    assert module_pool.call("pooltasks.add", 1, 1) == 2
+
+
+def test_a_module_that_fails_to_import_is_reported_with_its_error(
+        module_pool: InterpreterPool) -> None:
+    with pytest.raises(TargetResolutionError) as info:
+        module_pool.call("brokenmod.fn")
+    assert "No module named 'module_that_does_not_exist_anywhere'" in str(info.value)
+    assert "brokenmod" in str(info.value)
+
+
+@pytest.mark.parametrize("target", ["", "   ", "not a path", "mymodule..process", "1abc.fn",
+                                    "mymodule.process()"])
+def test_malformed_paths_fail_before_dispatch(module_pool: InterpreterPool, target: str) -> None:
+    before = module_pool.stats().calls
+    with pytest.raises(TargetResolutionError, match="is not a dotted path"):
+        module_pool.call(target)
+    assert module_pool.stats().calls == before
+
+
+@pytest.mark.parametrize("target", [42, None, b"mymodule.process", ["mymodule", "process"]])
+def test_targets_that_are_neither_callables_nor_strings(module_pool: InterpreterPool,
+                                                        target: object) -> None:
+    before = module_pool.stats().calls
+    with pytest.raises(TargetResolutionError, match="must be a callable or a dotted path"):
+        module_pool.call(target)  # type: ignore[arg-type]
+    assert module_pool.stats().calls == before
