@@ -1,11 +1,14 @@
 #include "core/call_log.hpp"
 
+#include <algorithm>
+
 namespace interp_rpc::core {
 
 void call_log::add(const call& c, call_outcome outcome, int reply_kind, int worker_index) {
-  call_record r{c.id,         worker_index, c.target,  c.item_index,
-                c.item_count, outcome,      reply_kind, c.timing};
+  call_record r{0,           c.id,    worker_index, c.target, c.item_index,
+                c.item_count, outcome, reply_kind,   c.timing};
   std::lock_guard lock(m_mutex);
+  r.seq = ++m_last_seq;
   m_totals.calls += 1;
   m_totals.items += static_cast<std::uint64_t>(c.item_count);
   if (r.outcome == call_outcome::replied) {
@@ -22,13 +25,12 @@ void call_log::add(const call& c, call_outcome outcome, int reply_kind, int work
   m_records.push_back(std::move(r));
 }
 
-std::vector<call_record> call_log::records_since(std::uint64_t first_id) const {
+std::vector<call_record> call_log::records_after(std::uint64_t after_seq) const {
   std::lock_guard lock(m_mutex);
-  std::vector<call_record> out;
-  for (const auto& r : m_records) {
-    if (r.id >= first_id) out.push_back(r);
-  }
-  return out;
+  // Records are kept in seq order: skip to the first one after after_seq.
+  const auto first = std::upper_bound(m_records.begin(), m_records.end(), after_seq,
+                                      [](std::uint64_t seq, const call_record& r) { return seq < r.seq; });
+  return std::vector<call_record>(first, m_records.end());
 }
 
 call_totals call_log::totals() const {

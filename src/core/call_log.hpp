@@ -12,6 +12,7 @@
 namespace interp_rpc::core {
 
 struct call_record {
+  std::uint64_t seq;  // position in the log: increases in the order calls finished
   std::uint64_t id;
   int worker_index;
   std::string target;
@@ -39,7 +40,9 @@ class call_log {
   explicit call_log(std::size_t capacity) : m_capacity(capacity) {}
 
   void add(const call& c, call_outcome outcome, int reply_kind, int worker_index);
-  std::vector<call_record> records_since(std::uint64_t first_id) const;
+  // Records logged after position `after_seq` (0: all kept), oldest first.
+  // Polling with the last seq seen returns every record exactly once.
+  std::vector<call_record> records_after(std::uint64_t after_seq) const;
   call_totals totals() const;
   void clear();
 
@@ -48,6 +51,7 @@ class call_log {
   mutable std::mutex m_mutex;
   std::deque<call_record> m_records;
   call_totals m_totals;
+  std::uint64_t m_last_seq = 0;
 };
 
 }  // namespace interp_rpc::core

@@ -234,6 +234,9 @@ void pool::worker_main(std::shared_ptr<shared_state> shared, int index) {
       s.init[slot].reply = "could not create the subinterpreter: " + interp.error();
       died = true;
       death = s.init[slot].reply;
+    }
+    if (died) {
+      s.worker_died(index, death);
     } else {
       int kind = reply_ok;
       std::string reply;
@@ -266,6 +269,7 @@ void pool::worker_main(std::shared_ptr<shared_state> shared, int index) {
       if (!execute) {
         died = true;
         death = "setup failed";
+        s.worker_died(index, death);
       }
       while (!died) {
         // Read the wake-up generation before looking at faults, so a fault
@@ -275,6 +279,7 @@ void pool::worker_main(std::shared_ptr<shared_state> shared, int index) {
           s.take_fault(index);
           died = true;
           death = "its thread failed (injected fault: exit_now)";
+          s.worker_died(index, death);
           break;
         }
         call_ptr c;
@@ -290,6 +295,9 @@ void pool::worker_main(std::shared_ptr<shared_state> shared, int index) {
           s.take_fault(index);
           died = true;
           death = "its thread failed while running a call (injected fault: die_on_next_call)";
+          // Dead (and the pool broken, if it was the last) before the call
+          // fails, so that whoever sees WorkerDiedError sees a dead worker.
+          s.worker_died(index, death);
           s.finish(c, call_outcome::worker_died, 0, "worker " + std::to_string(index) + " died: " + death, index);
           break;
         }
@@ -316,11 +324,7 @@ void pool::worker_main(std::shared_ptr<shared_state> shared, int index) {
     // the main thread state: both need the main GIL, which the thread that
     // waits for us (close()) does not hold.
   }
-  if (died) {
-    s.worker_died(index, death);
-  } else {
-    s.board.set_state(index, worker_state::stopped);
-  }
+  if (!died) s.board.set_state(index, worker_state::stopped);
   {
     std::lock_guard lock(s.mutex);
     s.exited[slot] = true;

@@ -96,8 +96,8 @@ class pool {
   std::vector<worker_snapshot> status() const { return m_shared->board.snapshot(); }
   // The status board and call log, for live displays on other threads.
   live_feed feed() const;
-  std::vector<call_record> records_since(std::uint64_t first_id) const {
-    return m_shared->log.records_since(first_id);
+  std::vector<call_record> records_after(std::uint64_t after_seq) const {
+    return m_shared->log.records_after(after_seq);
   }
   call_totals totals() const { return m_shared->log.totals(); }
   void clear_records() { m_shared->log.clear(); }

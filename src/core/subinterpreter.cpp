@@ -1,5 +1,15 @@
 #include "core/subinterpreter.hpp"
 
+// Exported by libpython 3.14, declared only in its internal headers
+// (internal/pycore_pystate.h: "Export for _interpreters module"). A worker
+// marks its interpreter as running for its whole life, so that CPython
+// refuses to destroy it from outside (_interpreters.destroy() raises
+// "interpreter running") and is_running() tells the truth.
+extern "C" {
+PyAPI_FUNC(int) _PyInterpreterState_SetRunningMain(PyInterpreterState* interp);
+PyAPI_FUNC(void) _PyInterpreterState_SetNotRunningMain(PyInterpreterState* interp);
+}
+
 namespace interp_rpc::core {
 
 main_thread_state::main_thread_state(PyInterpreterState* main_interp)
@@ -36,11 +46,15 @@ own_subinterpreter::own_subinterpreter(main_thread_state& main) {
   }
   main.mark_detached();
   m_state = state;
-  m_id = PyInterpreterState_GetID(PyThreadState_GetInterpreter(state));
+  PyInterpreterState* interp = PyThreadState_GetInterpreter(state);
+  m_id = PyInterpreterState_GetID(interp);
+  if (_PyInterpreterState_SetRunningMain(interp) < 0) PyErr_Clear();
 }
 
 own_subinterpreter::~own_subinterpreter() {
-  if (m_state != nullptr) Py_EndInterpreter(m_state);
+  if (m_state == nullptr) return;
+  _PyInterpreterState_SetNotRunningMain(PyThreadState_GetInterpreter(m_state));
+  Py_EndInterpreter(m_state);
 }
 
 }  // namespace interp_rpc::core

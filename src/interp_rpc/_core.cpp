@@ -286,10 +286,11 @@ class engine {
     return out;
   }
 
-  py::list records(std::uint64_t since_id) const {
+  py::list records(std::uint64_t after) const {
     py::list out;
-    for (const auto& r : m_pool->records_since(since_id)) {
+    for (const auto& r : m_pool->records_after(after)) {
       py::dict d;
+      d["seq"] = r.seq;
       d["id"] = r.id;
       d["worker"] = r.worker_index;
       d["target"] = r.target;
@@ -436,7 +437,8 @@ PYBIND11_MODULE(_core, m) {
       .def("cancel", &engine::cancel, "Remove a call from the queue if it has not started.")
       .def("close", &engine::close, py::arg("cancel_pending"), py::arg("timeout") = py::none())
       .def("status", &engine::status)
-      .def("records", &engine::records, py::arg("since_id") = 0)
+      .def("records", &engine::records, py::arg("after") = 0,
+           "Finished-call records logged after position `after`, oldest first.")
       .def("totals", &engine::totals)
       .def("inject_fault", &engine::inject_fault, py::arg("index"), py::arg("kind"))
       .def("interrupt", &engine::interrupt, py::arg("indices"), py::arg("timeout"),

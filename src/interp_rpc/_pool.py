@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import functools
 import math
 import sys
 import threading
@@ -77,8 +78,11 @@ class CallRecord:
     """One finished request (a call, or a chunk of a map), for profiling.
 
     Times are ``time.monotonic_ns()`` values; costs are in nanoseconds.
+    ``seq`` is the record's position in the log (the order calls finished);
+    ``id`` the call's, in the order calls were submitted.
     """
 
+    seq: int
     id: int
     worker: int
     target: str
@@ -361,19 +365,22 @@ class InterpreterPool(Executor):
             return []
         size = chunksize or max(1, min(_MAX_CHUNK, math.ceil(
             len(items) / (self._engine.workers * _CHUNKS_PER_WORKER))))
-        starts = range(0, len(items), size)
         mode = "starchunk" if star else "chunk"
+        # Every chunk is encoded before any is sent: an item that cannot cross
+        # fails the map before anything runs.
+        encoded = [(start, len(chunk), self._encode(fn, (chunk,), {}, mode, start))
+                   for start in range(0, len(items), size)
+                   for chunk in (items[start:start + size],)]
         pending: list[tuple[int, _core.CallHandle]] = []
         results: list[Any] = []
-        chunks = iter(starts)
+        chunks = iter(encoded)
 
         def send_next() -> bool:
-            start = next(chunks, None)
-            if start is None:
+            chunk = next(chunks, None)
+            if chunk is None:
                 return False
-            chunk = items[start:start + size]
-            pending.append((start, self._dispatch(fn, (chunk,), {}, mode=mode, item_index=start,
-                                                  item_count=len(chunk))))
+            start, count, request = chunk
+            pending.append((start, self._submit(request, item_index=start, item_count=count)))
             return True
 
         try:
@@ -518,12 +525,17 @@ class InterpreterPool(Executor):
                          deserialize_seconds=t["deserialize_ns"] / 1e9,
                          result_serialize_seconds=t["result_serialize_ns"] / 1e9)
 
-    def call_records(self, since_id: int = 0) -> list[CallRecord]:
-        """The most recent finished requests (up to 16384), oldest first."""
-        return [CallRecord(id=r["id"], worker=r["worker"], target=r["target"],
+    def call_records(self, after: int = 0) -> list[CallRecord]:
+        """Finished requests, in the order they finished, oldest first.
+
+        The engine keeps the last 16384. ``after`` is a ``seq`` seen before:
+        polling with the largest ``seq`` seen so far returns every record
+        exactly once.
+        """
+        return [CallRecord(seq=r["seq"], id=r["id"], worker=r["worker"], target=r["target"],
                            item_index=r["item_index"], item_count=r["item_count"],
                            outcome=r["outcome"], **r["timing"])
-                for r in self._engine.records(since_id)]
+                for r in self._engine.records(after)]
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "broken" if self.broken else "open"
@@ -535,6 +547,8 @@ class InterpreterPool(Executor):
                 mode: str = "call", item_index: int = -1
                 ) -> tuple[str, bytes, list[Any], int, int]:
         """(display name, request, out-of-band buffers, submitted ns, serialize ns)."""
+        if mode == "call" and isinstance(target, functools.partial):
+            target, args, kwargs = _targets.unwrap_partial(target, args, kwargs)
         spec, name = _targets.normalize(target)
         if self._closed:
             raise PoolClosedError(f"the pool is closed; cannot call {name!r}")
@@ -546,10 +560,12 @@ class InterpreterPool(Executor):
         return name, request, buffers, submitted, _core.monotonic_ns() - submitted
 
     def _dispatch(self, target: object, args: tuple[Any, ...], kwargs: dict[str, Any], *,
-                  owner: object = None, mode: str = "call", item_index: int = -1,
-                  item_count: int = 1, worker: int = -1) -> _core.CallHandle:
-        name, request, buffers, submitted, cost = self._encode(target, args, kwargs, mode,
-                                                               item_index)
+                  owner: object = None, worker: int = -1) -> _core.CallHandle:
+        return self._submit(self._encode(target, args, kwargs), owner=owner, worker=worker)
+
+    def _submit(self, encoded: tuple[str, bytes, list[Any], int, int], *, owner: object = None,
+                item_index: int = -1, item_count: int = 1, worker: int = -1) -> _core.CallHandle:
+        name, request, buffers, submitted, cost = encoded
         status, handle = self._engine.submit(name, request, buffers, item_index, item_count,
                                              owner, submitted, cost, worker)
         if handle is None:

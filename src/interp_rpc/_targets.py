@@ -45,6 +45,19 @@ def describe(target: object) -> str:
     return f"{module}.{qualname}"
 
 
+def unwrap_partial(
+    target: functools.partial[Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[object, tuple[Any, ...], dict[str, Any]]:
+    """functools.partial(f, *a, **k)(*args, **kwargs) as f with merged arguments
+    (asyncio's run_in_executor passes keyword arguments this way)."""
+    fn: object = target
+    while isinstance(fn, functools.partial):
+        args = (*fn.args, *args)
+        kwargs = {**fn.keywords, **kwargs}
+        fn = fn.func
+    return fn, args, kwargs
+
+
 def main_module_spec() -> dict[str, str] | None:
     """How workers can import the caller's __main__, as multiprocessing's spawn
     would; None when there is nothing to import (REPL, notebook, -c)."""

@@ -11,6 +11,7 @@ how to read a reply; 0 is success, and the engine adds 100 for its own errors.
 
 from __future__ import annotations
 
+import io
 import pickle
 import pickletools
 import re
@@ -49,6 +50,36 @@ _BUFFER_TYPES = (bytes, bytearray, memoryview)
 
 def dumps(value: object) -> bytes:
     return pickle.dumps(value, protocol=PROTOCOL)
+
+
+class _ViewsAsBytes(pickle.Pickler):
+    """Pickles memoryviews (which pickle refuses) as bytes."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        if type(obj) is memoryview:
+            return bytes, (obj.tobytes(),)
+        return NotImplemented
+
+
+def dumps_result(value: object) -> bytes:
+    """A worker's return value as bytes. A memoryview in it (often a view of a
+    zero-copy argument, returned as is) crosses as bytes; the slower pickler
+    that does this only runs when plain pickling failed."""
+    try:
+        return dumps(value)
+    except Exception:
+        buffer = io.BytesIO()
+        _ViewsAsBytes(buffer, protocol=PROTOCOL).dump(value)
+        return buffer.getvalue()
+
+
+def result_failure(value: object) -> str | None:
+    """Like pickle_failure, for return values (where memoryviews are fine)."""
+    try:
+        dumps_result(value)
+    except Exception as exc:
+        return str(exc) or type(exc).__name__
+    return None
 
 
 def _zero_copy(value: Any) -> Any:

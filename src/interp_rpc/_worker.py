@@ -209,7 +209,7 @@ def execute(request: memoryview, buffers: list[memoryview]) -> tuple[int, bytes,
             loaded - started, 0
     finished = time.perf_counter_ns()
     try:
-        reply = wire.dumps(result)
+        reply = wire.dumps_result(result)
     except Exception:
         culprit = _unshareable_result(result, mode)
         return wire.RESULT_UNSHAREABLE, wire.dumps(culprit), loaded - started, 0
@@ -244,12 +244,12 @@ def _unshareable_result(result: Any, mode: str) -> dict[str, Any]:
     if mode != "call":
         values, _, _ = result
         for offset, value in enumerate(values):
-            culprit = wire.find_culprit(value, "return value")
+            culprit = wire.find_culprit(value, "return value", wire.result_failure)
             if culprit is not None:
                 found: dict[str, Any] = culprit.as_dict()
                 found["item_offset"] = str(offset)
                 return found
-    culprit = wire.find_culprit(result, "return value")
+    culprit = wire.find_culprit(result, "return value", wire.result_failure)
     if culprit is None:  # pickling failed for a reason the walk cannot reproduce
         return {"path": "return value", "value_type": type(result).__name__,
                 "reason": "pickling failed"}

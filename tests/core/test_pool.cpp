@@ -127,7 +127,7 @@ TEST_CASE("workers start, each in its own interpreter, and answer calls") {
   const auto totals = p.totals();
   CHECK(totals.calls == 200);
   CHECK(totals.replied == 200);
-  CHECK(p.records_since(0).size() == 200);
+  CHECK(p.records_after(0).size() == 200);
   CHECK(p.close(false, -1).empty());
   for (const auto& w : p.status()) CHECK(w.state == worker_state::stopped);
   CHECK(p.submit(make_call(999, "late")) == job_queue::push_result::closed);

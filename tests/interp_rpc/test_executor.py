@@ -97,10 +97,6 @@ def test_run_in_executor_with_asyncio(module_pool: InterpreterPool) -> None:
     assert asyncio.run(main()) == [i + 100 for i in range(20)] + [81]
 
 
-@pytest.mark.xfail(reason="BUG: functools.partial of a module-level function is refused as a "
-                          "target ('has no module and qualified name ... define it at module "
-                          "level'), but it is how asyncio's run_in_executor passes keyword "
-                          "arguments, and it pickles fine", strict=True)
 def test_run_in_executor_with_a_partial_for_keyword_arguments(
         module_pool: InterpreterPool) -> None:
     async def main() -> object:

@@ -63,29 +63,19 @@ def assert_no_crash(result: subprocess.CompletedProcess[str]) -> None:
 
 
 # At exit, CPython's finalize_subinterpreters() ends every interpreter still
-# there, stuck workers' included, under their threads. A worker thread that
-# touches its interpreter again before the process is gone crashes it (gdb:
-# the spinning worker in _Py_HandlePending, a worker returning from sleep in
-# PyEval_RestoreThread). A spinning worker does so now and then (about 1 run
-# in 30 under load), so that case cannot be a strict xfail;
-# test_a_stuck_call_ending_during_interpreter_exit_does_not_crash reproduces
-# the same crash every time.
-SPIN_CRASHES_SOMETIMES = pytest.mark.xfail(
-    reason="BUG (intermittent, strict=False on purpose): a worker spinning in Python at exit "
-           "sometimes segfaults the process after CPython's finalize_subinterpreters() ended "
-           "its interpreter under it; see "
-           "test_a_stuck_call_ending_during_interpreter_exit_does_not_crash",
-    strict=False)
-
-
-@pytest.mark.parametrize("how", ["sleep", pytest.param("spin", marks=SPIN_CRASHES_SOMETIMES)])
+# there, under any thread running in it; a worker that touched its interpreter
+# after that used to crash the process (gdb: a spinning worker in
+# _Py_HandlePending, a worker returning from sleep in PyEval_RestoreThread).
+# These tests cover both kinds of stuck worker, and a call that ends while the
+# program finalizes.
+@pytest.mark.parametrize("how", ["sleep", "spin"])
 def test_sys_exit_with_a_stuck_worker_keeps_its_exit_code(script: Path, how: str) -> None:
     result = run(script, how, "exit")
     assert_no_crash(result)
     assert result.returncode == 3, result.stderr
 
 
-@pytest.mark.parametrize("how", ["sleep", pytest.param("spin", marks=SPIN_CRASHES_SOMETIMES)])
+@pytest.mark.parametrize("how", ["sleep", "spin"])
 def test_uncaught_exception_with_a_stuck_worker_exits_with_1(script: Path, how: str) -> None:
     result = run(script, how, "raise")
     assert_no_crash(result)
@@ -139,11 +129,6 @@ if __name__ == "__main__":
 """
 
 
-@pytest.mark.xfail(reason="BUG: at exit, after the pool gives up on a stuck worker, CPython's "
-                          "finalize_subinterpreters() deletes that worker's thread state and "
-                          "ends its interpreter; when the stuck call then returns (here, "
-                          "time.sleep(1.5) while the program still finalizes) the worker "
-                          "thread segfaults in PyEval_RestoreThread", strict=True)
 def test_a_stuck_call_ending_during_interpreter_exit_does_not_crash(tmp_path: Path) -> None:
     path = tmp_path / "ends_during_exit.py"
     path.write_text(ENDS_DURING_EXIT.format(fixtures=str(FIXTURES)))

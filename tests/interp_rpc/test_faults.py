@@ -196,10 +196,6 @@ def test_code_run_in_a_worker_interpreter_from_outside_does_not_break_it(
 SLOW_TEARDOWN_INIT = "import pooltasks, atexit, time\natexit.register(time.sleep, 1.0)"
 
 
-@pytest.mark.xfail(reason="BUG: a worker that dies holding a call (die_on_next_call) fails "
-                          "the call first and is marked dead only after Py_EndInterpreter; "
-                          "until then status() says 'idle' for a worker that is gone",
-                   strict=True)
 def test_status_is_dead_as_soon_as_the_call_failed(make_pool: MakePool, gates: Gates) -> None:
     pool = make_pool(init=SLOW_TEARDOWN_INIT)
     survivor_gate, doomed_gate = gates.new(), gates.new()
@@ -217,11 +213,6 @@ def test_status_is_dead_as_soon_as_the_call_failed(make_pool: MakePool, gates: G
     assert pool.status()[doomed].state == "dead"
 
 
-@pytest.mark.xfail(reason="BUG: when the last worker dies holding a call, the call fails "
-                          "before the pool is marked broken (that happens after "
-                          "Py_EndInterpreter), so a call made right after WorkerDiedError is "
-                          "queued and fails only later, instead of PoolBrokenError at once",
-                   strict=True)
 def test_pool_is_broken_as_soon_as_the_last_workers_call_failed(make_pool: MakePool,
                                                                 gates: Gates) -> None:
     pool = make_pool(workers=1, init=SLOW_TEARDOWN_INIT)
@@ -282,11 +273,6 @@ if __name__ == "__main__":
 """
 
 
-@pytest.mark.xfail(reason="BUG: kill_worker(pool, i, during_next_call=True) on an idle worker "
-                          "races with the next submit: the worker took its fault (none) before "
-                          "blocking in job_queue::pop(), and the wake-up for the fault returns "
-                          "the newly queued call, which then runs normally; the worker dies on "
-                          "a later call instead", strict=True)
 def test_kill_worker_during_next_call_on_an_idle_worker_hits_the_next_call(
         tmp_path: Path) -> None:
     # Deterministic in a subprocess that controls the worker's scheduling;
@@ -343,11 +329,6 @@ if __name__ == "__main__":
 
 
 @pytest.mark.parametrize("state", ["idle", "busy"])
-@pytest.mark.xfail(reason="BUG: _interpreters.destroy(id) of a worker's interpreter is not "
-                          "refused (the engine never marks its interpreters as running, "
-                          "_PyInterpreterState_SetRunningMain), so it destroys the interpreter "
-                          "under the worker thread and the process segfaults soon after",
-                   strict=True)
 def test_destroying_a_worker_interpreter_from_outside_never_crashes(
         tmp_path: Path, state: str) -> None:
     # In a subprocess: today this crashes the process.

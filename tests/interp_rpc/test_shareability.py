@@ -79,10 +79,6 @@ def test_map_names_the_item_and_its_path(module_pool: InterpreterPool) -> None:
     assert info.value.item_index == 1
 
 
-@pytest.mark.xfail(reason="BUG: map() pickles and dispatches chunk by chunk, so the chunks "
-                          "before the one holding an unshareable item are dispatched (and may "
-                          "run) before the ShareabilityError; nothing should be dispatched",
-                   strict=True)
 def test_map_with_an_unshareable_item_dispatches_nothing(pool: InterpreterPool,
                                                          tmp_path: Path) -> None:
     items: list[object] = [("touch", str(tmp_path / f"item-{i}")) for i in range(4)]

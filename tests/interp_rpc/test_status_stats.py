@@ -26,10 +26,6 @@ def test_a_fresh_pool_is_idle(pool: InterpreterPool) -> None:
         assert w.busy_seconds_total == 0.0
 
 
-@pytest.mark.xfail(reason="BUG: a worker reports its init finished (which lets the "
-                          "constructor return) before its status-board state moves from "
-                          "'starting' to 'idle', so status() right after InterpreterPool() "
-                          "often shows 'starting' (about 1 pool in 3)", strict=True)
 def test_workers_are_idle_when_the_constructor_returns() -> None:
     # On one CPU (workers inherit this thread's affinity), the woken caller
     # usually runs before the worker's next statement; the race then shows in
@@ -224,11 +220,6 @@ def test_call_records_outcomes(make_pool: MakePool, gates: Gates) -> None:
                         "pooltasks.add/worker_died"}
 
 
-@pytest.mark.xfail(reason="BUG: call_records(since_id) cannot be polled: the engine returns "
-                          "records with id >= since_id (the last one seen comes back again), "
-                          "and it filters by call id while records are logged in finishing "
-                          "order, so a long call that finishes after a later one is never "
-                          "returned", strict=True)
 def test_polling_call_records_sees_every_record_once(pool: InterpreterPool,
                                                      gates: Gates) -> None:
     seen: list[int] = []
@@ -236,9 +227,9 @@ def test_polling_call_records_sees_every_record_once(pool: InterpreterPool,
 
     def poll() -> None:
         nonlocal last
-        for record in pool.call_records(since_id=last):
+        for record in pool.call_records(after=last):
             seen.append(record.id)
-            last = max(last, record.id)
+            last = max(last, record.seq)
 
     gate = gates.new()
     long_call = pool.submit("pooltasks.block", *gate.args())  # an early id ...
@@ -255,15 +246,14 @@ def test_polling_call_records_sees_every_record_once(pool: InterpreterPool,
     assert len(seen) == len(set(seen)) == 5
 
 
-def test_call_records_since_id_reads_later_records(pool: InterpreterPool) -> None:
+def test_call_records_after_a_seq_reads_later_records(pool: InterpreterPool) -> None:
     for i in range(5):
         pool.call("pooltasks.add", i, 0)
     records = pool.call_records()
     ids = [r.id for r in records]
     assert ids == sorted(ids)  # sequential calls finish in order
-    later = pool.call_records(since_id=ids[3])
-    assert ids[4] in [r.id for r in later]
-    assert not set(ids[:3]) & {r.id for r in later}
+    later = pool.call_records(after=records[3].seq)
+    assert [r.id for r in later] == ids[4:]
 
 
 def test_status_names_the_running_call_by_id(pool: InterpreterPool, gates: Gates) -> None:

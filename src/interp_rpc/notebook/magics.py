@@ -48,7 +48,8 @@ class ParallelMagics(Magics):
         self._options: dict[str, Any] = {"workers": os.cpu_count() or 2, "init": None,
                                          "init_timeout": 30.0}
         self.stuck_after = 10.0
-        self._last_run: tuple[int, int] | None = None  # call ids: first, last
+        # The last run: log position before it, and its first and last call ids.
+        self._last_run: tuple[int, int, int] | None = None
 
     # ------------------------------------------------------------------ pool
 
@@ -100,7 +101,7 @@ class ParallelMagics(Magics):
         Output is shown per worker."""
         args = parse_argstring(self.parallel, line)
         pool = self.pool
-        first = self._next_call_id()
+        first = self._run_starts()
         outcomes = pool._on_every_worker(_RUN_CELL, (cell,), timeout=args.timeout)
         self._remember_run(first)
         failed = []
@@ -150,7 +151,7 @@ class ParallelMagics(Magics):
         items = list(eval(" ".join(args.items), user_ns))
         name = _targets.describe(target)
         pool = self.pool
-        first = self._next_call_id()
+        first = self._run_starts()
         view = live.LiveView(pool, target=name, total=len(items), stuck_after=self.stuck_after)
         try:
             results = pool._map(target, (items,), timeout=args.timeout,
@@ -167,9 +168,11 @@ class ParallelMagics(Magics):
             return None
         return results
 
-    def _report_interrupted(self, pool: InterpreterPool, first: int, total: int) -> None:
-        done = sum(r.item_count for r in pool.call_records(first)
-                   if r.outcome == "replied" and r.item_index is not None)
+    def _report_interrupted(self, pool: InterpreterPool, first: tuple[int, int],
+                            total: int) -> None:
+        after, first_id = first
+        done = sum(r.item_count for r in pool.call_records(after)
+                   if r.id >= first_id and r.outcome == "replied" and r.item_index is not None)
         busy = [w for w in pool.status() if w.state == "busy"]
         print(f"Interrupted: {done} of {total} items had completed; queued items were "
               "cancelled.", file=sys.stderr)
@@ -201,19 +204,22 @@ class ParallelMagics(Magics):
         if self._last_run is None or self._pool is None:
             print("No parallel run to profile yet: run %parallel_map or %%parallel first.")
             return
-        first, last = self._last_run
-        records = [r for r in self._pool.call_records(first) if r.id <= last]
+        after, first, last = self._last_run
+        records = [r for r in self._pool.call_records(after) if first <= r.id <= last]
         result = profile.build(records, self._pool.workers)
         if result is None:
             print("The last run has no finished requests to profile.")
             return
         display(profile.render(result), raw=True)
 
-    def _next_call_id(self) -> int:
-        return int(self.pool._engine.last_call_id) + 1
+    def _run_starts(self) -> tuple[int, int]:
+        """(log position, first call id) of a run about to start."""
+        records = self.pool.call_records()
+        return (records[-1].seq if records else 0), int(self.pool._engine.last_call_id) + 1
 
-    def _remember_run(self, first: int) -> None:
-        self._last_run = (first, int(self.pool._engine.last_call_id))
+    def _remember_run(self, start: tuple[int, int]) -> None:
+        after, first = start
+        self._last_run = (after, first, int(self.pool._engine.last_call_id))
 
 
 def current_pool() -> InterpreterPool:
