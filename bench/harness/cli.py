@@ -20,7 +20,7 @@ from harness.config import Config, default_workers, make_config
 from harness.contenders import ALL_KEYS, DEFAULT_KEYS, START_METHOD, Contender, make_contender
 from harness.machine import describe, machine_facts
 from harness.measures import log, run_once
-from harness.results import Results, combine
+from harness.results import INTERFERENCE, Results, combine
 
 DEFAULT_OUT = Path(__file__).resolve().parents[1] / "results" / "latest.json"
 
@@ -80,14 +80,23 @@ def _start_contenders(cfg: Config) -> tuple[list[Contender], dict[str, str]]:
     return contenders, skipped
 
 
-def _header(cfg: Config, facts: dict[str, Any], skipped: dict[str, str]) -> str:
+def _others_cpu(results: Results) -> str:
+    """The range of other processes' CPU use over every measured block."""
+    shares = [s.median for key, s in results.summaries.items() if key[0] == INTERFERENCE]
+    if not shares:
+        return "not measured"
+    return f"{min(shares):.0f}% to {max(shares):.0f}% of the machine (see Interference)"
+
+
+def _header(cfg: Config, facts: dict[str, Any], skipped: dict[str, str],
+            results: Results) -> str:
     mode = "quick (not representative)" if cfg.quick else "full"
     lines = [
         "## interp-rpc benchmark", "",
         f"- Machine: {describe(facts)}",
         f"- Python build: {facts['python']['configure_summary']}; "
         f"free-threading build: {facts['python']['free_threading_build']}",
-        f"- Load average before the run: {', '.join(map(str, facts['loadavg_at_start']))}",
+        f"- Other processes' CPU use while contenders were measured: {_others_cpu(results)}",
         f"- {mode}, {cfg.runs} run(s)"
         + (", each cell the median (min-max) over the runs" if cfg.runs > 1 else "")
         + f"; process pools use {START_METHOD}",
@@ -141,7 +150,8 @@ def main(argv: list[str]) -> int:
     facts["loadavg_at_end"] = [round(x, 2) for x in os.getloadavg()]
     results = combine(runs)
     found = report.targets(results, cfg, contenders)
-    markdown = "\n".join([_header(cfg, facts, skipped), report.tables(results, cfg, contenders),
+    markdown = "\n".join([_header(cfg, facts, skipped, results),
+                          report.tables(results, cfg, contenders),
                           report.targets_table(found, cfg.runs)])
     print(markdown, flush=True)
     svg = chart.render(results, cfg, contenders, describe(facts))

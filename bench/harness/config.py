@@ -17,7 +17,7 @@ class Config:
     workers: int  # W of measures 2-5 (and of the targets)
     cpu_workers: tuple[int, ...]  # the W values of measure 1
     prime_limit: int  # N: each CPU task counts the primes below N
-    cpu_repeats: int  # timed rounds per W (median)
+    cpu_repeats: int  # rounds per W and contender, each paired with a baseline round
     warm_seconds: float  # how long each warm-up task occupies its worker
     latency_warmup: int
     latency_calls: int
@@ -44,12 +44,12 @@ def make_config(*, quick: bool, runs: int, contenders: tuple[str, ...],
         return Config(
             quick=True, runs=runs, contenders=contenders, workers=workers,
             cpu_workers=tuple(range(1, min(2, cores) + 1)), prime_limit=60_000,
-            cpu_repeats=1, warm_seconds=0.02, latency_warmup=20, latency_calls=200,
+            cpu_repeats=2, warm_seconds=0.02, latency_warmup=20, latency_calls=200,
             latency_budget_s=1.0, map_items=2_000, payload_sizes=(MiB,), payload_repeats=2,
             ready_repeats=1, ready_timeout_s=60.0)
     return Config(
         quick=False, runs=runs, contenders=contenders, workers=workers,
-        cpu_workers=tuple(range(1, cores + 1)), prime_limit=300_000, cpu_repeats=3,
+        cpu_workers=tuple(range(1, cores + 1)), prime_limit=300_000, cpu_repeats=4,
         warm_seconds=0.05, latency_warmup=200, latency_calls=3_000, latency_budget_s=4.0,
         map_items=20_000, payload_sizes=(MiB, 16 * MiB, 128 * MiB), payload_repeats=3,
         ready_repeats=3, ready_timeout_s=120.0)

@@ -24,7 +24,8 @@ import workloads
 
 from harness.config import Config, MiB
 from harness.contenders import Contender, InterpRpcSession, Sequential, Session
-from harness.results import Run, percentile
+from harness.interference import metered
+from harness.results import INTERFERENCE, Run, percentile
 
 PROBE = Path(__file__).resolve().parents[1] / "ready_probe.py"
 PAYLOAD_KINDS = ("bytes", "bytearray", "memoryview")
@@ -97,40 +98,67 @@ def _warm(session: Session, workers: int, cfg: Config) -> None:
 def measure_cpu(cfg: Config, contenders: list[Contender], run: Run) -> None:
     """Speedup = sequential time of W tasks / the contender's time for them.
 
-    The sequential baseline is always measured, selected or not: every
-    speedup divides by it.
+    The sequential baseline runs in rounds interleaved with the contender's,
+    and each speedup is the median of per-round ratios: on a shared VM whose
+    speed drifts by tens of percent within seconds, a baseline timed once and
+    reused would skew every contender timed after it.
     """
     expected = workloads.count_primes(cfg.prime_limit)
     for workers in cfg.cpu_workers:
         case, calls = workers_case(workers), [(cfg.prime_limit,)] * workers
-        log(f"cpu {case}: sequential baseline")
-        baseline = _cpu_seconds(Sequential().open(workers), calls, expected, cfg)
-        run.put(("cpu", case, "sequential", "seconds"), baseline)
-        run.put(("cpu", case, "sequential", "speedup"), 1.0)
+        baseline = Sequential().open(workers)
+        baseline_times: list[float] = []
         for contender in contenders:
             if contender.key == Sequential.key:
                 continue
-            log(f"cpu {case}: {contender.key}")
+            log(f"cpu {case}: {contender.key}, interleaved with the sequential baseline")
             with _errors_noted(run, "cpu", case, contender.key):
                 session = contender.open(workers)
                 try:
                     _warm(session, workers, cfg)
-                    seconds = _cpu_seconds(session, calls, expected, cfg)
+                    with metered() as interference:
+                        pairs = _paired_rounds(baseline, session, calls, expected, cfg)
                 finally:
                     session.close()
-                run.put(("cpu", case, contender.key, "seconds"), seconds)
-                run.put(("cpu", case, contender.key, "speedup"), baseline / seconds)
+                run.put((INTERFERENCE, f"cpu {case}", contender.key, "others_cpu_pct"),
+                        interference.others_cpu_pct)
+                baseline_times += [alone for alone, _ in pairs]
+                run.put(("cpu", case, contender.key, "seconds"),
+                        statistics.median(pooled for _, pooled in pairs))
+                run.put(("cpu", case, contender.key, "speedup"),
+                        statistics.median(alone / pooled for alone, pooled in pairs))
+        if not baseline_times:  # no pool selected: the baseline on its own
+            log(f"cpu {case}: sequential")
+            baseline_times = [_round_seconds(baseline, calls, expected)
+                              for _ in range(cfg.cpu_repeats)]
+        run.put(("cpu", case, "sequential", "seconds"), statistics.median(baseline_times))
+        run.put(("cpu", case, "sequential", "speedup"), 1.0)
 
 
-def _cpu_seconds(session: Session, calls: list[tuple[int]], expected: int,
-                 cfg: Config) -> float:
-    """Median time of running every call at once, over cfg.cpu_repeats rounds."""
-    times = []
-    for _ in range(cfg.cpu_repeats):
-        seconds, results = _timed(lambda: session.run_all(workloads.count_primes, calls))
-        _expect(results, [expected] * len(calls), "count_primes")
-        times.append(seconds)
-    return statistics.median(times)
+def _paired_rounds(baseline: Session, session: Session, calls: list[tuple[int]],
+                   expected: int, cfg: Config) -> list[tuple[float, float]]:
+    """(sequential, contender) seconds of each round.
+
+    The order flips every round, so a machine that speeds up or slows down
+    during the measure favours neither side.
+    """
+    pairs = []
+    for index in range(cfg.cpu_repeats):
+        if index % 2 == 0:
+            alone = _round_seconds(baseline, calls, expected)
+            pooled = _round_seconds(session, calls, expected)
+        else:
+            pooled = _round_seconds(session, calls, expected)
+            alone = _round_seconds(baseline, calls, expected)
+        pairs.append((alone, pooled))
+    return pairs
+
+
+def _round_seconds(session: Session, calls: list[tuple[int]], expected: int) -> float:
+    """The time of running every call at once, results checked."""
+    seconds, results = _timed(functools.partial(session.run_all, workloads.count_primes, calls))
+    _expect(results, [expected] * len(calls), "count_primes")
+    return seconds
 
 
 # ------------------------------------------------------------------ 2-4. in one warm session
@@ -149,14 +177,17 @@ def measure_in_session(cfg: Config, contender: Contender, payloads: dict[str, Pa
             _note_error(run, measure, case, contender.key)
         return
     try:
-        with _errors_noted(run, "latency", case, contender.key):
-            _measure_latency(cfg, contender, session, case, run)
-        with _errors_noted(run, "map", case, contender.key):
-            _measure_map(cfg, contender, session, case, run)
-        with _errors_noted(run, "payload", case, contender.key):
-            _measure_payloads(cfg, contender, session, payloads, run)
+        with metered() as interference:
+            with _errors_noted(run, "latency", case, contender.key):
+                _measure_latency(cfg, contender, session, case, run)
+            with _errors_noted(run, "map", case, contender.key):
+                _measure_map(cfg, contender, session, case, run)
+            with _errors_noted(run, "payload", case, contender.key):
+                _measure_payloads(cfg, contender, session, payloads, run)
     finally:
         session.close()
+    run.put((INTERFERENCE, f"session {case}", contender.key, "others_cpu_pct"),
+            interference.others_cpu_pct)
 
 
 def _measure_latency(cfg: Config, contender: Contender, session: Session, case: str,

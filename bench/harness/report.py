@@ -14,7 +14,7 @@ from typing import Any
 from harness.config import Config
 from harness.contenders import Contender
 from harness.measures import PAYLOAD_KINDS, payload_case, workers_case
-from harness.results import Key, Results, Summary
+from harness.results import INTERFERENCE, Key, Results, Summary
 
 # Written as names: ruff (RUF001) flags the bare characters as look-alikes.
 TIMES = "\N{MULTIPLICATION SIGN}"
@@ -87,8 +87,9 @@ def _cpu_table(results: Results, cfg: Config, contenders: list[Contender]) -> st
     return table.render(
         "1. CPU-bound speedup (higher is better)",
         f"Count the primes below {cfg.prime_limit:,}, W times over, one task per worker, on a "
-        "warm pool. Speedup = sequential time of the W tasks (the baseline row) / the "
-        f"contender's time; median of {_plural(cfg.cpu_repeats, 'round')} per run.")
+        "warm pool. Speedup = sequential time of the W tasks / the contender's time, median "
+        f"of {_plural(cfg.cpu_repeats, 'round')} per run, each round paired with a sequential "
+        "one (the baseline row: the median of those).")
 
 
 def _latency_table(results: Results, cfg: Config, contenders: list[Contender]) -> str:
@@ -147,8 +148,25 @@ def _ready_table(results: Results, cfg: Config, contenders: list[Contender]) -> 
         "interp-rpc's constructor waits for all W.")
 
 
+def _interference_table(results: Results, cfg: Config, contenders: list[Contender]) -> str:
+    cases = [f"cpu {workers_case(w)}" for w in cfg.cpu_workers]
+    cases.append(f"session {workers_case(cfg.workers)}")
+    table = _Table(results, ["contender", *(f"during {c}" for c in cases)])
+    for contender in contenders:
+        if contender.key != "sequential":
+            table.row([contender.label, *(
+                table.cell((INTERFERENCE, case, contender.key, "others_cpu_pct"), "%")
+                for case in cases)])
+    return table.render(
+        "Interference: other processes' CPU use (lower is quieter)",
+        "CPU time other processes on this machine took while each contender was measured, as "
+        "a percentage of all cores (\"session\": measures 2-4). Where it is high, that "
+        "contender's numbers were taken on a busier machine than the others'.")
+
+
 def tables(results: Results, cfg: Config, contenders: list[Contender]) -> str:
-    parts = [_cpu_table, _latency_table, _map_table, _payload_table, _ready_table]
+    parts = [_cpu_table, _latency_table, _map_table, _payload_table, _ready_table,
+             _interference_table]
     return "\n".join(part(results, cfg, contenders) for part in parts)
 
 

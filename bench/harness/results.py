@@ -5,6 +5,9 @@ A number is addressed by a Key: (measure, case, contender, metric), e.g.
 number, a Note says why: the metric does not apply to it ("n/a"), the
 contender refused the input ("fails", e.g. it cannot pickle a memoryview), or
 the harness itself broke ("error", which makes the run exit non-zero).
+
+Besides the five measures, the "interference" keys hold how much CPU other
+processes used while each contender was measured.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from typing import Any, Literal
 Key = tuple[str, str, str, str]
 NoteKind = Literal["n/a", "fails", "error"]
 
-MEASURES = ("cpu", "latency", "map", "payload", "ready")
+# Not a measure of the contenders: how much CPU others took while they ran.
+INTERFERENCE = "interference"
 
 UNITS = {
     "speedup": "x",
@@ -31,6 +35,7 @@ UNITS = {
     "items_per_s": "items/s",
     "items_per_s_chunksize1": "items/s",
     "ms": "ms",
+    "others_cpu_pct": "%",
 }
 
 
