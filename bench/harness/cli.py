@@ -3,7 +3,8 @@
 Writes the markdown report to stdout (progress goes to stderr) and, next to
 each other, PATH.json (every number and the machine facts), PATH.md (the
 report) and PATH.svg (the chart), PATH being --out without its suffix.
-Exits 1 when the harness itself failed somewhere (an "error" note), else 0.
+Exits 1 when the harness itself failed somewhere (an "error" note), 3 when a
+contender hung (see measures.watchdog), else 0.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from harness import chart, report
 from harness.config import Config, default_workers, make_config
 from harness.contenders import ALL_KEYS, DEFAULT_KEYS, START_METHOD, Contender, make_contender
 from harness.machine import describe, machine_facts
-from harness.measures import log, run_once
+from harness.measures import log, run_once, watchdog
 from harness.results import INTERFERENCE, Results, combine
 
 DEFAULT_OUT = Path(__file__).resolve().parents[1] / "results" / "latest.json"
@@ -70,7 +71,8 @@ def _start_contenders(cfg: Config) -> tuple[list[Contender], dict[str, str]]:
         if key == "ipyparallel":
             log("starting a local ipyparallel cluster")
             try:
-                contender.open(most).close()
+                with watchdog("starting ipyparallel", cfg.hang_timeout_s):
+                    contender.open(most).close()
             except Exception as exc:
                 contender.shutdown()
                 skipped[key] = f"the local cluster did not start: {type(exc).__name__}: {exc}"

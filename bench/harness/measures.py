@@ -9,10 +9,13 @@ refusing an argument type is something a contender does, not a harness bug.
 
 from __future__ import annotations
 
+import faulthandler
 import functools
+import os
 import statistics
 import subprocess
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
@@ -31,6 +34,7 @@ PROBE = Path(__file__).resolve().parents[1] / "ready_probe.py"
 PAYLOAD_KINDS = ("bytes", "bytearray", "memoryview")
 SESSION_MEASURES = ("latency", "map", "payload")
 MIN_LATENCY_SAMPLES = 100
+HUNG_EXIT_CODE = 3
 
 Payload = bytes | bytearray | memoryview
 
@@ -46,6 +50,28 @@ def workers_case(workers: int) -> str:
 
 def payload_case(kind: str, size: int) -> str:
     return f"{kind} {size // MiB} MiB"
+
+
+@contextmanager
+def watchdog(what: str, seconds: float) -> Iterator[None]:
+    """Ends the process, every thread's stack on stderr, if the block hangs.
+
+    A contender that never returns (a lost wake-up, a deadlock) would
+    otherwise hang the benchmark, and ./dev test with it, for good. A blocked
+    call cannot be interrupted, and a hung run has no result worth keeping.
+    """
+    def expire() -> None:
+        log(f"HUNG: {what} took more than {seconds:g} s; the stack of every thread follows")
+        faulthandler.dump_traceback(all_threads=True)
+        os._exit(HUNG_EXIT_CODE)
+
+    timer = threading.Timer(seconds, expire)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
 
 
 def _note_error(run: Run, measure: str, case: str, contender: str) -> None:
@@ -112,7 +138,8 @@ def measure_cpu(cfg: Config, contenders: list[Contender], run: Run) -> None:
             if contender.key == Sequential.key:
                 continue
             log(f"cpu {case}: {contender.key}, interleaved with the sequential baseline")
-            with _errors_noted(run, "cpu", case, contender.key):
+            with (watchdog(f"cpu {case} for {contender.key}", cfg.hang_timeout_s),
+                  _errors_noted(run, "cpu", case, contender.key)):
                 session = contender.open(workers)
                 try:
                     _warm(session, workers, cfg)
@@ -169,6 +196,12 @@ def measure_in_session(cfg: Config, contender: Contender, payloads: dict[str, Pa
     """Latency, map throughput and payloads, on one warm pool of W workers."""
     case = workers_case(cfg.workers)
     log(f"latency, map, payload ({case}): {contender.key}")
+    with watchdog(f"latency, map and payload for {contender.key}", cfg.hang_timeout_s):
+        _session_measures(cfg, contender, case, payloads, run)
+
+
+def _session_measures(cfg: Config, contender: Contender, case: str,
+                      payloads: dict[str, Payload], run: Run) -> None:
     try:
         session = contender.open(cfg.workers)
         _warm(session, cfg.workers, cfg)
