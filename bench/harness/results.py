@@ -58,10 +58,6 @@ class Run:
     def note(self, key: Key, kind: NoteKind, reason: str) -> None:
         self.notes[key] = Note(kind, reason)
 
-    @property
-    def errors(self) -> list[tuple[Key, str]]:
-        return [(key, n.reason) for key, n in self.notes.items() if n.kind == "error"]
-
 
 @dataclass(frozen=True)
 class Summary:
