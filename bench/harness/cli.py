@@ -3,8 +3,8 @@
 Writes the markdown report to stdout (progress goes to stderr) and, next to
 each other, PATH.json (every number and the machine facts), PATH.md (the
 report) and PATH.svg (the chart), PATH being --out without its suffix.
-Exits 1 when the harness itself failed somewhere (an "error" note), 3 when a
-contender hung (see measures.watchdog), else 0.
+Exits 1 when the harness itself failed somewhere (an "error" note, such as a
+lost call), 3 when a contender hung (see measures.watchdog), else 0.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def _start_contenders(cfg: Config) -> tuple[list[Contender], dict[str, str]]:
             log("starting a local ipyparallel cluster")
             try:
                 with watchdog("starting ipyparallel", cfg.hang_timeout_s):
-                    contender.open(most).close()
+                    contender.open(most, cfg.call_timeout_s).close()
             except Exception as exc:
                 contender.shutdown()
                 skipped[key] = f"the local cluster did not start: {type(exc).__name__}: {exc}"
@@ -103,6 +103,8 @@ def _header(cfg: Config, facts: dict[str, Any], skipped: dict[str, str],
         + (", each cell the median (min-max) over the runs" if cfg.runs > 1 else "")
         + f"; process pools use {START_METHOD}",
         *(f"- Skipped {key}: {reason}" for key, reason in skipped.items()),
+        *(f"- **Harness error** in {measure} ({case}) for {contender}: {reason}"
+          for (measure, case, contender, _), reason in results.errors()),
     ]
     return "\n".join(lines) + "\n"
 
@@ -159,7 +161,7 @@ def main(argv: list[str]) -> int:
     svg = chart.render(results, cfg, contenders, describe(facts))
     _write_outputs(args.out, _document(cfg, facts, contenders, skipped, results, found,
                                        time.monotonic() - started), markdown, svg)
-    if results.has_errors():
+    if results.errors():
         log("the harness FAILED somewhere: see the 'error' notes above")
         return 1
     return 0

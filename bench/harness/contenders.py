@@ -19,6 +19,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import (
     Executor,
+    Future,
     InterpreterPoolExecutor,
     ProcessPoolExecutor,
     ThreadPoolExecutor,
@@ -39,8 +40,22 @@ INIT_SOURCE = "import json, decimal"
 BENCH_DIR = os.path.dirname(os.path.abspath(workloads.__file__))
 
 
+class CallLost(TimeoutError):
+    """A call gave no result in time: lost, or hung in its worker."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"no result after {seconds:g} s (a lost completion, or a hung worker)")
+
+
 class Session(ABC):
-    """W started workers, warm or about to be."""
+    """W started workers, warm or about to be.
+
+    Waits for a result are bounded by ``call_timeout``: a lost call then
+    becomes a CallLost error for its measure, and the run goes on.
+    """
+
+    def __init__(self, call_timeout: float) -> None:
+        self.call_timeout = call_timeout
 
     @abstractmethod
     def run_all(self, fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]]) -> list[Any]:
@@ -77,7 +92,7 @@ class Contender(ABC):
         """Imports what the contender needs, so a timed start does not pay for it."""
 
     @abstractmethod
-    def open(self, workers: int, init: bool = False) -> Session:
+    def open(self, workers: int, call_timeout: float, init: bool = False) -> Session:
         """A session of ``workers`` workers; with ``init``, each imports json and decimal."""
 
     def shutdown(self) -> None:  # noqa: B027 - an optional hook, a no-op by default
@@ -115,23 +130,30 @@ class Sequential(Contender):
         "ready": "no pool to start",
     }
 
-    def open(self, workers: int, init: bool = False) -> Session:
-        return _SequentialSession()
+    def open(self, workers: int, call_timeout: float, init: bool = False) -> Session:
+        return _SequentialSession(call_timeout)
 
 
 # ------------------------------------------------------------------ executors
 
 
 class _ExecutorSession(Session):
-    def __init__(self, executor: Executor) -> None:
+    def __init__(self, executor: Executor, call_timeout: float) -> None:
+        super().__init__(call_timeout)
         self._executor = executor
 
     def run_all(self, fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]]) -> list[Any]:
         futures = [self._executor.submit(fn, *args) for args in calls]
-        return [future.result() for future in futures]
+        return [self._result(future) for future in futures]
 
     def submit_result(self, fn: Callable[..., Any], *args: Any) -> Any:
-        return self._executor.submit(fn, *args).result()
+        return self._result(self._executor.submit(fn, *args))
+
+    def _result(self, future: Future[Any]) -> Any:
+        try:
+            return future.result(self.call_timeout)
+        except TimeoutError:
+            raise CallLost(self.call_timeout) from None
 
     def map(self, fn: Callable[..., Any], items: list[Any], chunksize: int | None) -> list[Any]:
         if chunksize is None:
@@ -153,19 +175,23 @@ class Threads(Contender):
     }
     init_in_caller = True
 
-    def open(self, workers: int, init: bool = False) -> Session:
+    def open(self, workers: int, call_timeout: float, init: bool = False) -> Session:
         initializer = workloads.import_json_decimal if init else None
-        return _ExecutorSession(ThreadPoolExecutor(workers, initializer=initializer))
+        return _ExecutorSession(ThreadPoolExecutor(workers, initializer=initializer),
+                                call_timeout)
 
 
 class InterpRpcSession(_ExecutorSession):
     """interp-rpc's pool is an Executor, and it also has call() and a list map()."""
 
-    def __init__(self, pool: InterpreterPool) -> None:
-        super().__init__(pool)
+    def __init__(self, pool: InterpreterPool, call_timeout: float) -> None:
+        super().__init__(pool, call_timeout)
         self._pool = pool
 
     def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        # No timeout here: pool.call(timeout=) would cost the hot path a
+        # deadline check, and call() waits on the engine itself, without a
+        # Future that could be left unsettled.
         return self._pool.call(fn, *args)
 
     def map(self, fn: Callable[..., Any], items: list[Any], chunksize: int | None) -> list[Any]:
@@ -177,8 +203,9 @@ class InterpRpc(Contender):
     label = "interp-rpc (InterpreterPool)"
     short = "interp-rpc"
 
-    def open(self, workers: int, init: bool = False) -> Session:
-        return InterpRpcSession(InterpreterPool(workers, init=INIT_SOURCE if init else None))
+    def open(self, workers: int, call_timeout: float, init: bool = False) -> Session:
+        return InterpRpcSession(InterpreterPool(workers, init=INIT_SOURCE if init else None),
+                                call_timeout)
 
 
 class StdlibInterpreters(Contender):
@@ -191,9 +218,10 @@ class StdlibInterpreters(Contender):
         "items_per_s_chunksize1": "InterpreterPoolExecutor.map ignores chunksize",
     }
 
-    def open(self, workers: int, init: bool = False) -> Session:
+    def open(self, workers: int, call_timeout: float, init: bool = False) -> Session:
         initializer = workloads.import_json_decimal if init else None
-        return _ExecutorSession(InterpreterPoolExecutor(workers, initializer=initializer))
+        return _ExecutorSession(InterpreterPoolExecutor(workers, initializer=initializer),
+                                call_timeout)
 
 
 class Processes(Contender):
@@ -206,26 +234,35 @@ class Processes(Contender):
         "items_per_s_chunksize1": "its default chunksize is already 1",
     }
 
-    def open(self, workers: int, init: bool = False) -> Session:
+    def open(self, workers: int, call_timeout: float, init: bool = False) -> Session:
         initializer = workloads.import_json_decimal if init else None
         return _ExecutorSession(ProcessPoolExecutor(
             workers, mp_context=multiprocessing.get_context(START_METHOD),
-            initializer=initializer))
+            initializer=initializer), call_timeout)
 
 
 # ------------------------------------------------------------------ multiprocessing.Pool
 
 
+def _async_result(result: Any, timeout: float) -> Any:
+    """The value of an mp.Pool or ipyparallel AsyncResult, waiting at most ``timeout``."""
+    result.wait(timeout)
+    if not result.ready():
+        raise CallLost(timeout)
+    return result.get()
+
+
 class _MpPoolSession(Session):
-    def __init__(self, pool: multiprocessing.pool.Pool) -> None:
+    def __init__(self, pool: multiprocessing.pool.Pool, call_timeout: float) -> None:
+        super().__init__(call_timeout)
         self._pool = pool
 
     def run_all(self, fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]]) -> list[Any]:
         pending = [self._pool.apply_async(fn, args) for args in calls]
-        return [result.get() for result in pending]
+        return [_async_result(result, self.call_timeout) for result in pending]
 
     def submit_result(self, fn: Callable[..., Any], *args: Any) -> Any:
-        return self._pool.apply_async(fn, args).get()
+        return _async_result(self._pool.apply_async(fn, args), self.call_timeout)
 
     def map(self, fn: Callable[..., Any], items: list[Any], chunksize: int | None) -> list[Any]:
         return self._pool.map(fn, items, chunksize)
@@ -244,10 +281,10 @@ class MpPool(Contender):
         "call_p99_us": _CALL_NA,
     }
 
-    def open(self, workers: int, init: bool = False) -> Session:
+    def open(self, workers: int, call_timeout: float, init: bool = False) -> Session:
         initializer = workloads.import_json_decimal if init else None
         context = multiprocessing.get_context(START_METHOD)
-        return _MpPoolSession(context.Pool(workers, initializer=initializer))
+        return _MpPoolSession(context.Pool(workers, initializer=initializer), call_timeout)
 
 
 # ------------------------------------------------------------------ ipyparallel
@@ -257,16 +294,17 @@ class _IpyparallelSession(Session):
     """A load-balanced view for single calls (one task per engine at a time),
     and a direct view for map, which is how ipyparallel maps across engines."""
 
-    def __init__(self, client: Any, engine_ids: list[int]) -> None:
+    def __init__(self, client: Any, engine_ids: list[int], call_timeout: float) -> None:
+        super().__init__(call_timeout)
         self._balanced = client.load_balanced_view(targets=engine_ids)
         self._direct = client[engine_ids]
 
     def run_all(self, fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]]) -> list[Any]:
         pending = [self._balanced.apply_async(fn, *args) for args in calls]
-        return [result.get() for result in pending]
+        return [_async_result(result, self.call_timeout) for result in pending]
 
     def submit_result(self, fn: Callable[..., Any], *args: Any) -> Any:
-        return self._balanced.apply_async(fn, *args).get()
+        return _async_result(self._balanced.apply_async(fn, *args), self.call_timeout)
 
     def map(self, fn: Callable[..., Any], items: list[Any], chunksize: int | None) -> list[Any]:
         return list(self._direct.map_sync(fn, items))
@@ -300,7 +338,7 @@ class Ipyparallel(Contender):
     def preload(self) -> None:
         import ipyparallel  # type: ignore[import-untyped]  # noqa: F401
 
-    def open(self, workers: int, init: bool = False) -> Session:
+    def open(self, workers: int, call_timeout: float, init: bool = False) -> Session:
         if init:
             # The ready probe: a fresh cluster of exactly W engines, each
             # initialised like every other contender's workers.
@@ -309,7 +347,7 @@ class Ipyparallel(Contender):
             self._client[:].execute(INIT_SOURCE, block=True)
         elif self._client is None:
             self._start(max(workers, self._max_workers))
-        return _IpyparallelSession(self._client, self._client.ids[:workers])
+        return _IpyparallelSession(self._client, self._client.ids[:workers], call_timeout)
 
     def _start(self, engines: int) -> None:
         import ipyparallel

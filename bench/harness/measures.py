@@ -26,7 +26,7 @@ from typing import Any
 import workloads
 
 from harness.config import Config, MiB
-from harness.contenders import Contender, InterpRpcSession, Sequential, Session
+from harness.contenders import CallLost, Contender, InterpRpcSession, Sequential, Session
 from harness.interference import metered
 from harness.results import INTERFERENCE, Run, percentile
 
@@ -132,7 +132,7 @@ def measure_cpu(cfg: Config, contenders: list[Contender], run: Run) -> None:
     expected = workloads.count_primes(cfg.prime_limit)
     for workers in cfg.cpu_workers:
         case, calls = workers_case(workers), [(cfg.prime_limit,)] * workers
-        baseline = Sequential().open(workers)
+        baseline = Sequential().open(workers, cfg.call_timeout_s)
         baseline_times: list[float] = []
         for contender in contenders:
             if contender.key == Sequential.key:
@@ -140,7 +140,7 @@ def measure_cpu(cfg: Config, contenders: list[Contender], run: Run) -> None:
             log(f"cpu {case}: {contender.key}, interleaved with the sequential baseline")
             with (watchdog(f"cpu {case} for {contender.key}", cfg.hang_timeout_s),
                   _errors_noted(run, "cpu", case, contender.key)):
-                session = contender.open(workers)
+                session = contender.open(workers, cfg.call_timeout_s)
                 try:
                     _warm(session, workers, cfg)
                     with metered() as interference:
@@ -203,7 +203,7 @@ def measure_in_session(cfg: Config, contender: Contender, payloads: dict[str, Pa
 def _session_measures(cfg: Config, contender: Contender, case: str,
                       payloads: dict[str, Payload], run: Run) -> None:
     try:
-        session = contender.open(cfg.workers)
+        session = contender.open(cfg.workers, cfg.call_timeout_s)
         _warm(session, cfg.workers, cfg)
     except Exception:
         for measure in SESSION_MEASURES:
@@ -299,6 +299,8 @@ def _measure_payloads(cfg: Config, contender: Contender, session: Session,
             continue
         try:
             first = session.submit_result(workloads.payload_len, data)
+        except CallLost:
+            raise  # not a refusal: the call was lost or hung
         except Exception as exc:
             run.note(key, "fails", f"{type(exc).__name__}: {str(exc).splitlines()[0]}")
             continue

@@ -46,7 +46,7 @@ class _Table:
         if summary is not None:
             return _with_spread(summary, suffix, self._results.run_count)
         measure, case, contender, _ = key
-        note = self._results.note(key) or self._results.note((measure, case, contender, "error"))
+        note = self._results.note(key) or self._results.error_for(measure, contender)
         if note is None:
             return "—"
         cases = self._footnotes.setdefault((note.kind, contender, note.reason), [])

@@ -88,8 +88,13 @@ class Results:
     def note(self, key: Key) -> Note | None:
         return self.notes.get(key)
 
-    def has_errors(self) -> bool:
-        return any(n.kind == "error" for n in self.notes.values())
+    def errors(self) -> list[tuple[Key, str]]:
+        return [(key, note.reason) for key, note in self.notes.items() if note.kind == "error"]
+
+    def error_for(self, measure: str, contender: str) -> Note | None:
+        """The error, in any case, of ``contender`` in ``measure``."""
+        return next((note for (m, _, c, _), note in self.notes.items()
+                     if note.kind == "error" and (m, c) == (measure, contender)), None)
 
     def records(self) -> list[dict[str, Any]]:
         """One flat JSON record per key."""

@@ -128,7 +128,7 @@ def test_combine_keeps_spread_and_errors() -> None:
     summary = results.get(key)
     assert summary is not None
     assert (summary.median, summary.low, summary.high) == (20.0, 10.0, 30.0)
-    assert results.has_errors()
+    assert results.errors() == [(("cpu", "W=1", "ipe", "error"), "boom")]
 
 
 def test_percentile_is_nearest_rank() -> None:
