@@ -20,6 +20,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 _TICKS_PER_SECOND = os.sysconf("SC_CLK_TCK")
+# CPU time is counted in ticks (10 ms): a shorter block gives no usable share.
+_SHORTEST_BLOCK_S = 1.0
 
 
 def _machine_ticks() -> int:
@@ -61,7 +63,8 @@ def _own_ticks() -> int:
 class Interference:
     """Filled in when the measured block ends."""
 
-    others_cpu_pct: float = 0.0  # % of the whole machine's CPU used by others
+    # % of the whole machine's CPU used by others; None for a block too short.
+    others_cpu_pct: float | None = None
 
 
 @contextmanager
@@ -71,5 +74,8 @@ def metered() -> Iterator[Interference]:
     machine, own, started = _machine_ticks(), _own_ticks(), time.monotonic()
     yield result
     others = (_machine_ticks() - machine) - (_own_ticks() - own)
-    capacity = (time.monotonic() - started) * _TICKS_PER_SECOND * (os.cpu_count() or 1)
-    result.others_cpu_pct = max(0.0, 100.0 * others / capacity) if capacity > 0 else 0.0
+    elapsed = time.monotonic() - started
+    if elapsed >= _SHORTEST_BLOCK_S:
+        capacity = elapsed * _TICKS_PER_SECOND * (os.cpu_count() or 1)
+        # Clamped: tick rounding can push a share a little outside 0-100.
+        result.others_cpu_pct = min(100.0, max(0.0, 100.0 * others / capacity))

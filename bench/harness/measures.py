@@ -147,8 +147,9 @@ def measure_cpu(cfg: Config, contenders: list[Contender], run: Run) -> None:
                         pairs = _paired_rounds(baseline, session, calls, expected, cfg)
                 finally:
                     session.close()
-                run.put((INTERFERENCE, f"cpu {case}", contender.key, "others_cpu_pct"),
-                        interference.others_cpu_pct)
+                if interference.others_cpu_pct is not None:
+                    run.put((INTERFERENCE, f"cpu {case}", contender.key, "others_cpu_pct"),
+                            interference.others_cpu_pct)
                 baseline_times += [alone for alone, _ in pairs]
                 run.put(("cpu", case, contender.key, "seconds"),
                         statistics.median(pooled for _, pooled in pairs))
@@ -219,8 +220,9 @@ def _session_measures(cfg: Config, contender: Contender, case: str,
                 _measure_payloads(cfg, contender, session, payloads, run)
     finally:
         session.close()
-    run.put((INTERFERENCE, f"session {case}", contender.key, "others_cpu_pct"),
-            interference.others_cpu_pct)
+    if interference.others_cpu_pct is not None:
+        run.put((INTERFERENCE, f"session {case}", contender.key, "others_cpu_pct"),
+                interference.others_cpu_pct)
 
 
 def _measure_latency(cfg: Config, contender: Contender, session: Session, case: str,
