@@ -29,10 +29,13 @@ class _Svg:
         self.parts: list[str] = []
 
     def text(self, x: float, y: float, text: str, size: int = 12, anchor: str = "start",
-             fill: str = "#222", weight: str = "normal") -> None:
+             fill: str = "#222", weight: str = "normal", halo: bool = False) -> None:
+        # A halo (a white outline painted under the glyphs) keeps a value
+        # readable where it crosses a grid or ideal line.
+        outline = " stroke='white' stroke-width='3' paint-order='stroke'" if halo else ""
         self.parts.append(
             f"<text x='{x:.1f}' y='{y:.1f}' font-size='{size}' text-anchor='{anchor}' "
-            f"fill='{fill}' font-weight='{weight}'>{escape(text)}</text>")
+            f"fill='{fill}' font-weight='{weight}'{outline}>{escape(text)}</text>")
 
     def rect(self, x: float, y: float, w: float, h: float, fill: str,
              title: str | None = None) -> None:
@@ -73,7 +76,8 @@ def _speedup_panel(svg: _Svg, results: Results, cfg: Config, shown: list[Contend
     svg.text(left, top + 16, "CPU-bound speedup over sequential (higher is better)", 15,
              weight="bold")
     svg.text(left, top + 32, f"count primes below {cfg.prime_limit:,}, one task per worker; "
-             "dashed: ideal (= W); whiskers: min-max over runs", 11, fill="#555")
+             f"dashed: ideal (= W); bars: median of {results.run_count} run(s), whiskers: "
+             "min-max", 11, fill="#555")
     for tick in ticks:
         y = base - tick * scale
         svg.line(left, y, right, y, stroke="#ddd")
@@ -99,7 +103,7 @@ def _speedup_panel(svg: _Svg, results: Results, cfg: Config, shown: list[Contend
                 _whisker(svg, x + bar / 2, base - summary.low * scale,
                          base - summary.high * scale)
             svg.text(x + bar / 2, base - summary.high * scale - 5, f"{summary.median:.2f}",
-                     10, "middle")
+                     10, "middle", halo=True)
     _legend(svg, shown, right + 20, top + 50)
     return base + 30
 
@@ -137,7 +141,8 @@ def _latency_panel(svg: _Svg, results: Results, cfg: Config, contenders: list[Co
     low = min(p50.median for _, _, p50, _ in rows)
     high = max(p99.median for _, _, _, p99 in rows)
     logarithmic = high / low > 30  # a slow p99 or ipyparallel's milliseconds
-    svg.text(70, top + 32, "bar: p50; whisker to p99; labels: p50 / p99"
+    svg.text(70, top + 32, f"bar: p50; whisker to p99; labels: p50 / p99 (medians of "
+             f"{results.run_count} run(s))"
              + ("; logarithmic scale" if logarithmic else ""), 11, fill="#555")
     if logarithmic:
         decades = range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)
@@ -167,7 +172,7 @@ def _latency_panel(svg: _Svg, results: Results, cfg: Config, contenders: list[Co
         svg.line(position(p50.median), middle, position(p99.median), middle, width=1.2)
         svg.line(position(p99.median), middle - 5, position(p99.median), middle + 5, width=1.2)
         svg.text(max(position(p99.median), position(p50.median)) + 8, middle + 4,
-                 f"{fmt(p50.median)} / {fmt(p99.median)} µs", 11, fill="#333")
+                 f"{fmt(p50.median)} / {fmt(p99.median)} µs", 11, fill="#333", halo=True)
     return plot_bottom + 30
 
 
