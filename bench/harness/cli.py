@@ -10,6 +10,7 @@ lost call), 3 when a contender hung (see measures.watchdog), else 0.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import time
@@ -74,7 +75,10 @@ def _start_contenders(cfg: Config) -> tuple[list[Contender], dict[str, str]]:
                 with watchdog("starting ipyparallel", cfg.hang_timeout_s):
                     contender.open(most, cfg.call_timeout_s).close()
             except Exception as exc:
-                contender.shutdown()
+                # Best effort: whatever part of the cluster did start must go,
+                # but failing to stop it must not hide why it did not start.
+                with contextlib.suppress(Exception):
+                    contender.shutdown()
                 skipped[key] = f"the local cluster did not start: {type(exc).__name__}: {exc}"
                 log(f"ipyparallel SKIPPED: {skipped[key]}")
                 continue

@@ -365,10 +365,11 @@ class Ipyparallel(Contender):
             f"import sys; sys.path.insert(0, {BENCH_DIR!r}); import workloads", block=True)
 
     def shutdown(self) -> None:
-        if self._cluster is not None:
+        if self._client is not None:
             self._client.close()
+        if self._cluster is not None:
             self._cluster.stop_cluster_sync()
-            self._cluster = self._client = None
+        self._cluster = self._client = None
 
 
 DEFAULT_KEYS = ("sequential", "threads", "interp-rpc", "ipe", "processes", "mp-pool")
