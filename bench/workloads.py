@@ -1,0 +1,63 @@
+"""What the benchmark's workers run.
+
+Every contender's workers import this module by name (``workloads``), so it
+sits at the top of bench/, which is on their ``sys.path``: run.py's directory
+for threads, subinterpreters and multiprocessing, added explicitly for
+ipyparallel's engines. It imports nothing heavy, so that importing it does not
+blur the times it is used to measure.
+"""
+
+from __future__ import annotations
+
+import time
+
+
+def count_primes(limit: int) -> int:
+    """How many primes are below ``limit``, by trial division.
+
+    Pure-Python CPU work with no I/O and no allocation to speak of: the
+    workload on which the GIL decides everything.
+    """
+    count = 0
+    for n in range(2, limit):
+        if n % 2 == 0:
+            count += n == 2
+            continue
+        divisor = 3
+        while divisor * divisor <= n:
+            if n % divisor == 0:
+                break
+            divisor += 2
+        else:
+            count += 1
+    return count
+
+
+def identity[T](value: T) -> T:
+    """The tiny task: whatever a call costs beyond this is the contender's."""
+    return value
+
+
+def payload_len(data: bytes | bytearray | memoryview) -> int:
+    """Returns only the length, so a large payload crosses one way only."""
+    return len(data)
+
+
+def import_json_decimal() -> None:
+    """The initializer equivalent of ``init="import json, decimal"``.
+
+    Executors take a callable initializer, not source code; this is the same
+    work for them.
+    """
+    import decimal  # noqa: F401
+    import json  # noqa: F401
+
+
+def warm(seconds: float) -> int:
+    """Occupies a worker for ``seconds`` and resolves this module there.
+
+    Submitting one per worker at once makes lazily started pools (threads,
+    InterpreterPoolExecutor, ProcessPoolExecutor) start all of them.
+    """
+    time.sleep(seconds)
+    return count_primes(100)
