@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import inspect
 import marshal
 import os
 import pickle
@@ -160,7 +159,7 @@ def _reference_of(fn: Callable[..., Any]) -> str:
             failed_part="<locals>",
         )
     owner = getattr(fn, "__self__", None)
-    if owner is not None and not isinstance(owner, type) and not inspect.ismodule(owner):
+    if owner is not None and not isinstance(owner, type | types.ModuleType):
         raise TargetResolutionError(
             f"target {name!r} is a method bound to a {type(owner).__name__} instance, and "
             "instances are not targets; call a module-level function that takes the data "
@@ -199,6 +198,8 @@ def argument_labels(
 ) -> list[tuple[str, Any]]:
     """Each argument with the label errors use for it: the parameter's name
     when the target's signature is known, its position otherwise."""
+    import inspect  # only on the failure path: inspect is slow to import
+
     fn = local_callable(target)
     if fn is not None:
         try:

@@ -10,16 +10,18 @@ raise: whatever goes wrong becomes a reply.
 from __future__ import annotations
 
 import builtins
-import dis
 import importlib
 import importlib.util
 import marshal
 import os
 import sys
 import time
-from collections.abc import Callable
 from types import CodeType, FunctionType, ModuleType
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # workers import as little as they can when they start
+    from collections.abc import Callable
+    from typing import Any
 
 
 def _load_wire() -> ModuleType:
@@ -125,6 +127,8 @@ def _resolve_path(path: str) -> Callable[..., Any]:
 
 def _global_names(code: CodeType) -> set[str]:
     """Names the code (and code nested in it) looks up as globals."""
+    import dis
+
     names = {i.argval for i in dis.get_instructions(code) if i.opname == "LOAD_GLOBAL"}
     for const in code.co_consts:
         if isinstance(const, CodeType):
