@@ -1,0 +1,88 @@
+#include "kernel/interrupter.hpp"
+
+#include <Python.h>
+
+#include <csignal>
+#include <ctime>
+
+namespace interp_rpc::kernel {
+
+namespace {
+
+void set_sigint_blocked(bool blocked) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(blocked ? SIG_BLOCK : SIG_UNBLOCK, &set, nullptr);
+}
+
+// A SIGINT sent to this thread that is still pending (sent just before the
+// window closed): take it, so that unblocking SIGINT later does not deliver it.
+void consume_pending_sigint() {
+  sigset_t pending;
+  sigpending(&pending);
+  if (sigismember(&pending, SIGINT) == 1) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    const timespec no_wait{0, 0};
+    sigtimedwait(&set, nullptr, &no_wait);
+  }
+}
+
+// Sending SIGINT is only safe while the process handles it: with SIG_DFL it
+// would kill the kernel, and with SIG_IGN it is pointless.
+bool sigint_is_handled() {
+  struct sigaction current {};
+  sigaction(SIGINT, nullptr, &current);
+  if ((current.sa_flags & SA_SIGINFO) != 0) {
+    return true;
+  }
+  return current.sa_handler != SIG_DFL && current.sa_handler != SIG_IGN;
+}
+
+}  // namespace
+
+void block_sigint_in_this_thread() { set_sigint_blocked(true); }
+
+interrupter::interrupter() : m_main_thread(pthread_self()) {}
+
+interrupter::window::window(interrupter& owner) : m_owner(owner) {
+  std::lock_guard lock(m_owner.m_mutex);
+  m_owner.m_open = true;
+  set_sigint_blocked(false);
+}
+
+interrupter::window::~window() {
+  {
+    std::lock_guard lock(m_owner.m_mutex);
+    m_owner.m_open = false;
+    set_sigint_blocked(true);
+    consume_pending_sigint();
+  }
+  // From here on no interrupt can be requested, so a tripped SIGINT handler is
+  // stale: run the handlers now and drop the KeyboardInterrupt they raise.
+  if (PyErr_CheckSignals() != 0) {
+    if (PyErr_ExceptionMatches(PyExc_KeyboardInterrupt) != 0) {
+      PyErr_Clear();
+    } else {
+      PyErr_WriteUnraisable(nullptr);  // another signal handler's error
+    }
+  }
+}
+
+bool interrupter::interrupt() {
+  std::lock_guard lock(m_mutex);
+  if (!m_open) {
+    return false;
+  }
+  // Async-signal-safe and GIL-free: trips the handler even if the signal
+  // below is delayed or the user installed a handler of their own.
+  PyErr_SetInterrupt();
+  if (sigint_is_handled()) {
+    pthread_kill(m_main_thread, SIGINT);
+  }
+  return true;
+}
+
+}  // namespace interp_rpc::kernel
