@@ -4,6 +4,7 @@
 #include <exception>
 #include <utility>
 
+#include <pybind11/eval.h>
 #include <pybind11/stl.h>
 #include <pybind11_json/pybind11_json.hpp>
 #include <xeus/xhelper.hpp>
@@ -145,6 +146,24 @@ void interpreter::wire_shell() {
       [this](const py::object& etype, const py::object& evalue, const py::object& stb) {
         show_traceback(etype, evalue, stb);
       });
+  // Interrupts reach the user's code only (see interrupter.hpp). IPython runs
+  // it in the coroutine run_code, hence a Python wrapper.
+  py::dict scope;
+  py::exec(R"(
+def interruptible(run_code, open_window, close_window):
+    async def run_interruptible_code(code_obj, result=None, *, async_=False):
+        open_window()
+        try:
+            return await run_code(code_obj, result, async_=async_)
+        finally:
+            close_window()
+    return run_interruptible_code
+)",
+           scope);
+  m_shell.attr("run_code") =
+      scope["interruptible"](m_shell.attr("run_code"),
+                             py::cpp_function([this] { m_interrupter.open(); }),
+                             py::cpp_function([this] { m_interrupter.close(); }));
   // One file name per cell, so that tracebacks read "Cell In[3], line 2" and
   // show the cell's source.
   m_shell.attr("compile").attr("get_filename") =
@@ -191,7 +210,7 @@ nl::json interpreter::execute(const std::string& code, int execution_counter,
   }
   try {
     input_redirection input(*this, config.allow_stdin);
-    interrupter::window interruptible(m_interrupter);
+    interrupter::request_guard interruptible(m_interrupter);
     m_shell.attr("run_cell")(code, "store_history"_a = config.store_history,
                              "silent"_a = config.silent);
   } catch (py::error_already_set& e) {
@@ -339,6 +358,7 @@ void interpreter::detach_from_kernel() {
     display_pub.attr("clear_output") = py::none();
     m_shell.attr("displayhook").attr("publish_execution_result") = py::none();
     py::delattr(m_shell, "_showtraceback");
+    py::delattr(m_shell, "run_code");
     m_shell.attr("kernel") = py::none();
   }
   if (m_kernel_object) {

@@ -47,16 +47,19 @@ void block_sigint_in_this_thread() { set_sigint_blocked(true); }
 
 interrupter::interrupter() : m_main_thread(pthread_self()) {}
 
-interrupter::window::window(interrupter& owner) : m_owner(owner) {
-  std::lock_guard lock(m_owner.m_mutex);
-  m_owner.m_open = true;
-  set_sigint_blocked(false);
+void interrupter::open() {
+  std::lock_guard lock(m_mutex);
+  if (m_depth++ == 0) {
+    set_sigint_blocked(false);
+  }
 }
 
-interrupter::window::~window() {
+void interrupter::close() {
   {
-    std::lock_guard lock(m_owner.m_mutex);
-    m_owner.m_open = false;
+    std::lock_guard lock(m_mutex);
+    if (m_depth == 0 || --m_depth > 0) {
+      return;
+    }
     set_sigint_blocked(true);
     consume_pending_sigint();
   }
@@ -71,9 +74,20 @@ interrupter::window::~window() {
   }
 }
 
+interrupter::request_guard::~request_guard() {
+  {
+    std::lock_guard lock(m_owner.m_mutex);
+    if (m_owner.m_depth == 0) {
+      return;
+    }
+    m_owner.m_depth = 1;
+  }
+  m_owner.close();
+}
+
 bool interrupter::interrupt() {
   std::lock_guard lock(m_mutex);
-  if (!m_open) {
+  if (m_depth == 0) {
     return false;
   }
   // Async-signal-safe and GIL-free: trips the handler even if the signal

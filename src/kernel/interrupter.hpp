@@ -10,8 +10,13 @@
 // retry on EINTR, so the poll would throw and end the kernel. Hence SIGINT is
 // blocked in every thread (block_sigint_in_this_thread() in main(), before any
 // thread exists, so that all threads inherit the mask) and the main thread
-// unblocks it only while a window is open, that is while it runs Python code
-// for a cell or a comm message. interrupt() does nothing outside a window.
+// unblocks it only while the window is open.
+//
+// The window is open only while the user's code runs (IPython's run_code, a
+// comm callback), not while IPython does its own bookkeeping around it: a
+// KeyboardInterrupt raised right after a `with lock:` acquired its lock skips
+// the release (CPython raises it before the with block is set up), and the
+// lock of IPython's history, leaked that way, deadlocks the next cell.
 #pragma once
 
 #include <pthread.h>
@@ -27,13 +32,17 @@ class interrupter {
   // The constructing thread is the main thread.
   interrupter();
 
-  // Main thread, holding the GIL: while it lives, interrupt() interrupts.
-  // Closing it discards an interrupt that arrived too late to be raised in
-  // the code it guarded, so that it cannot fire in the next request.
+  // Main thread, holding the GIL. Windows nest; interrupt() interrupts while
+  // one is open. Closing the last one discards an interrupt that arrived too
+  // late to be raised in the code it guarded, so that it cannot fire later.
+  void open();
+  void close();
+
+  // open() and close() for C++ callers.
   class window {
    public:
-    explicit window(interrupter& owner);
-    ~window();
+    explicit window(interrupter& owner) : m_owner(owner) { m_owner.open(); }
+    ~window() { m_owner.close(); }
     window(const window&) = delete;
     window& operator=(const window&) = delete;
 
@@ -41,13 +50,27 @@ class interrupter {
     interrupter& m_owner;
   };
 
-  // Any thread (the control thread). Returns whether a window was open.
+  // Main thread, holding the GIL, around a whole request: closes the window
+  // if Python left it open (a KeyboardInterrupt raised just as open()
+  // returned skips the matching close()).
+  class request_guard {
+   public:
+    explicit request_guard(interrupter& owner) : m_owner(owner) {}
+    ~request_guard();
+    request_guard(const request_guard&) = delete;
+    request_guard& operator=(const request_guard&) = delete;
+
+   private:
+    interrupter& m_owner;
+  };
+
+  // Any thread (the control thread). Returns whether the window was open.
   bool interrupt();
 
  private:
   pthread_t m_main_thread;
   std::mutex m_mutex;
-  bool m_open = false;  // guarded by m_mutex
+  int m_depth = 0;  // open windows; guarded by m_mutex
 };
 
 }  // namespace interp_rpc::kernel
