@@ -44,6 +44,7 @@ py::str ask_frontend(interpreter& owner, bool allow_stdin, const py::object& pro
   {
     py::gil_scoped_release release;
     try {
+      interrupter::input_wait interruptible(owner.interrupts());
       value = wait_for_input(owner, text, password);
     } catch (const std::exception& e) {
       // zmq gives up waiting with EINTR when the interrupt's SIGINT arrives.

@@ -54,6 +54,7 @@ class interpreter final : public xeus::xinterpreter {
   void flush_streams();
 
   bool on_main_thread() const noexcept { return m_parent.on_main_thread(); }
+  interrupter& interrupts() noexcept { return m_interrupter; }
 
  private:
   struct python_error {

@@ -2,8 +2,10 @@
 
 #include <Python.h>
 
+#include <chrono>
 #include <csignal>
 #include <ctime>
+#include <thread>
 
 namespace interp_rpc::kernel {
 
@@ -85,16 +87,46 @@ interrupter::request_guard::~request_guard() {
   m_owner.close();
 }
 
+interrupter::input_wait::input_wait(interrupter& owner) : m_owner(owner) {
+  std::lock_guard lock(m_owner.m_mutex);
+  m_owner.m_waiting_for_input = true;
+  ++m_owner.m_input_waits;
+}
+
+interrupter::input_wait::~input_wait() {
+  std::lock_guard lock(m_owner.m_mutex);
+  m_owner.m_waiting_for_input = false;
+  // A repeated SIGINT may still be pending: take it now, so that it does not
+  // interrupt the code that handles the first one. The interrupt itself is
+  // not lost: PyErr_SetInterrupt tripped the handler.
+  set_sigint_blocked(true);
+  consume_pending_sigint();
+  set_sigint_blocked(m_owner.m_depth == 0);
+}
+
 bool interrupter::interrupt() {
-  std::lock_guard lock(m_mutex);
+  std::unique_lock lock(m_mutex);
   if (m_depth == 0) {
     return false;
   }
   // Async-signal-safe and GIL-free: trips the handler even if the signal
   // below is delayed or the user installed a handler of their own.
   PyErr_SetInterrupt();
-  if (sigint_is_handled()) {
-    pthread_kill(m_main_thread, SIGINT);
+  if (!sigint_is_handled()) {
+    return true;
+  }
+  pthread_kill(m_main_thread, SIGINT);
+  // See input_wait. A few milliseconds at most: the first signal that finds
+  // the receive running ends the wait.
+  const unsigned wait = m_input_waits;
+  for (int attempt = 0; attempt < 200 && m_waiting_for_input && m_input_waits == wait;
+       ++attempt) {
+    lock.unlock();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    lock.lock();
+    if (m_waiting_for_input && m_input_waits == wait) {
+      pthread_kill(m_main_thread, SIGINT);
+    }
   }
   return true;
 }

@@ -64,13 +64,31 @@ class interrupter {
     interrupter& m_owner;
   };
 
+  // Main thread, without the GIL, while it waits for the frontend's answer to
+  // an input request. The wait ends only when a SIGINT interrupts its zmq
+  // receive, and a SIGINT sent just before the receive began is lost: while
+  // this lives, interrupt() sends SIGINT again until the wait ends.
+  class input_wait {
+   public:
+    explicit input_wait(interrupter& owner);
+    ~input_wait();
+    input_wait(const input_wait&) = delete;
+    input_wait& operator=(const input_wait&) = delete;
+
+   private:
+    interrupter& m_owner;
+  };
+
   // Any thread (the control thread). Returns whether the window was open.
   bool interrupt();
 
  private:
   pthread_t m_main_thread;
   std::mutex m_mutex;
-  int m_depth = 0;  // open windows; guarded by m_mutex
+  // Guarded by m_mutex:
+  int m_depth = 0;                  // open windows
+  bool m_waiting_for_input = false;
+  unsigned m_input_waits = 0;       // tells one wait from the next
 };
 
 }  // namespace interp_rpc::kernel
