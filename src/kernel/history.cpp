@@ -10,16 +10,15 @@ using namespace pybind11::literals;
 
 namespace interp_rpc::kernel {
 
-namespace {
+ipython_history::ipython_history(std::function<py::object()> shell) : m_shell(std::move(shell)) {}
 
 // Runs a query on IPython's HistoryManager; its entries are
 // (session, line, input) or (session, line, (input, output)) tuples.
 template <class Query>
-nl::json answer(Query&& query) {
+nl::json ipython_history::answer(Query&& query) const {
   py::gil_scoped_acquire gil;
   try {
-    const py::object history =
-        py::module_::import("IPython").attr("get_ipython")().attr("history_manager");
+    const py::object history = m_shell().attr("history_manager");
     nl::json entries = pyjson::to_json(py::list(query(history)));
     // IPython numbers the current session 0 in some answers and by its
     // number in others; the frontend gets its number, always.
@@ -37,8 +36,6 @@ nl::json answer(Query&& query) {
                     {"traceback", nl::json::array()}};
   }
 }
-
-}  // namespace
 
 void ipython_history::configure_impl() {}
 

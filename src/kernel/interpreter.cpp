@@ -2,6 +2,7 @@
 
 #include <csignal>
 #include <exception>
+#include <limits>
 #include <utility>
 
 #include <pybind11/eval.h>
@@ -50,25 +51,61 @@ interpreter::~interpreter() = default;
 /**** startup ****/
 
 void interpreter::configure_impl() {
-  start_shell();
-  // Python threads run while the kernel waits for requests.
+  prepare_python();
+  // Python threads (the import below, and later the cells' threads) run
+  // while the kernel waits for requests.
   p_gil_release = std::make_unique<py::gil_scoped_release>();
 }
 
-void interpreter::start_shell() {
+void interpreter::prepare_python() {
   static py::module_::module_def module_def;
   m_module = py::module_::create_extension_module(
       "_interp_rpc_kernel", "Objects the interp-rpc kernel gives to Python.", &module_def);
   bind_stream(m_module);
   bind_comm(m_module);
+  m_kernel_object = make_kernel_object();
 
   // CPython installs its KeyboardInterrupt handler only if SIGINT was not
-  // ignored when the process started, and interrupts need it.
+  // ignored when the process started, and interrupts need it. Only the main
+  // thread may do this.
   const py::module_ signal = py::module_::import("signal");
   signal.attr("signal")(SIGINT, signal.attr("default_int_handler"));
 
+  const py::module_ sys = py::module_::import("sys");
+  const std::string version = sys.attr("version").cast<std::string>();
+  m_python_version = version.substr(0, version.find(' '));
+  m_banner = "Python " + version +
+             "\nType 'copyright', 'credits' or 'license' for more information\n"
+             "interp-rpc " INTERP_RPC_VERSION " -- IPython in a xeus kernel. Type '?' for help.\n";
+
+  // Importing IPython takes most of the startup (about 0.3 s of CPU). It
+  // happens on a thread, so the kernel answers kernel_info (the frontend's
+  // "ready") meanwhile; the shell starts on the first request that needs it.
+  m_loader = py::module_::import("threading")
+                 .attr("Thread")("target"_a = py::cpp_function([] {
+                                   for (const char* name : {"xeus_python_shell.shell", "comm",
+                                                            "IPython.core.compilerop",
+                                                            "IPython.utils.tokenutil"}) {
+                                     py::module_::import(name);
+                                   }
+                                 }),
+                                 "name"_a = "interp-rpc-import", "daemon"_a = true);
+  m_loader.attr("start")();
+}
+
+py::object& interpreter::shell() {
+  if (!m_shell) {
+    start_shell();
+  }
+  return m_shell;
+}
+
+void interpreter::start_shell() {
+  // Importing on this thread too while the loader runs could hand us half
+  // initialized modules (importlib accepts those in a cross-thread cycle).
+  m_loader.attr("join")();
+
   // Before IPython and extensions import anything that makes comms.
-  m_kernel_object = make_kernel_object();
   m_comms.install(m_kernel_object);
 
   // XPythonShellApp.initialize(), with our wiring done before extensions and
@@ -97,8 +134,16 @@ void interpreter::start_shell() {
   app.attr("init_code")();
   flush_streams();
 
-  m_python_version = py::module_::import("platform").attr("python_version")().cast<std::string>();
-  m_banner = m_shell.attr("banner").cast<std::string>();
+  // IPython's history thread writes each cell to SQLite as soon as the cell
+  // is stored, and then competes for the GIL with the cell itself (a cell
+  // took 5-10 ms instead of 1-2). Store without waking it; execute() wakes it
+  // when the cell is done.
+  m_shell.attr("history_manager").attr("db_cache_size") = std::numeric_limits<int>::max();
+
+  // What exists now lives as long as the kernel: the garbage collector need
+  // not scan it again, which keeps full collections (IPython makes one at
+  // exit) and hence shutdown quick.
+  py::module_::import("gc").attr("freeze")();
 }
 
 py::object interpreter::make_kernel_object() {
@@ -201,6 +246,7 @@ void interpreter::execute_request_impl(send_reply_callback cb, int execution_cou
 nl::json interpreter::execute(const std::string& code, int execution_counter,
                               const xeus::execute_request_config& config,
                               const nl::json& user_expressions) {
+  shell();
   m_comms.collect_closed();
   m_error.reset();
   m_silent = config.silent;
@@ -218,6 +264,9 @@ nl::json interpreter::execute(const std::string& code, int execution_counter,
   }
   flush_streams();
 
+  if (config.store_history) {
+    write_history();
+  }
   const py::object payload_manager = m_shell.attr("payload_manager");
   const nl::json payload = pyjson::to_json(payload_manager.attr("read_payload")());
   payload_manager.attr("clear_payload")();
@@ -230,6 +279,15 @@ nl::json interpreter::execute(const std::string& code, int execution_counter,
   const py::object results =
       m_shell.attr("user_expressions")(pyjson::from_json(user_expressions));
   return xeus::create_successful_reply(payload, pyjson::to_json(results));
+}
+
+void interpreter::write_history() {
+  // Wakes IPython's history thread (see start_shell): it runs once this
+  // thread releases the GIL, while the reply goes out.
+  const py::object flag = m_shell.attr("history_manager").attr("save_flag");
+  if (!flag.is_none()) {
+    flag.attr("set")();
+  }
 }
 
 void interpreter::show_traceback(const py::handle& etype, const py::handle& evalue,
@@ -257,7 +315,7 @@ void interpreter::report(py::error_already_set& error) {
 nl::json interpreter::complete_request_impl(const std::string& code, int cursor_pos) {
   py::gil_scoped_acquire gil;
   try {
-    const py::tuple completion = m_shell.attr("complete_code")(code, cursor_pos);
+    const py::tuple completion = shell().attr("complete_code")(code, cursor_pos);
     return xeus::create_complete_reply(pyjson::to_json(completion[0]), completion[1].cast<int>(),
                                        completion[2].cast<int>());
   } catch (py::error_already_set& e) {
@@ -272,7 +330,7 @@ nl::json interpreter::inspect_request_impl(const std::string& code, int cursor_p
     const py::object name = py::module_::import("IPython.utils.tokenutil")
                                 .attr("token_at_cursor")(code, cursor_pos);
     const py::object bundle =
-        m_shell.attr("object_inspect_mime")(name, "detail_level"_a = detail_level);
+        shell().attr("object_inspect_mime")(name, "detail_level"_a = detail_level);
     return xeus::create_inspect_reply(true, pyjson::to_json(bundle));
   } catch (py::error_already_set& e) {
     if (e.matches(PyExc_KeyError)) {
@@ -286,7 +344,7 @@ nl::json interpreter::is_complete_request_impl(const std::string& code) {
   py::gil_scoped_acquire gil;
   try {
     const py::tuple answer =
-        m_shell.attr("input_transformer_manager").attr("check_complete")(code);
+        shell().attr("input_transformer_manager").attr("check_complete")(code);
     const std::string status = answer[0].cast<std::string>();
     const std::string indent = answer[1].is_none() ? "" : std::string(answer[1].cast<int>(), ' ');
     return xeus::create_is_complete_reply(status, indent);
@@ -309,8 +367,8 @@ nl::json interpreter::kernel_info_request_impl() {
 
 nl::json interpreter::shutdown_request_impl(bool restart) {
   // The server stops once the main thread is back in its loop: end the cell
-  // it may be running.
-  m_interrupter.interrupt();
+  // it may be running, and those still queued.
+  m_interrupter.stop();
   return xeus::create_shutdown_reply(restart);
 }
 
@@ -346,6 +404,9 @@ void interpreter::detach_from_kernel() {
   }
   m_detached = true;
   py::gil_scoped_acquire gil;
+  if (m_loader) {
+    m_loader.attr("join")();  // Python must not finalize in the middle of an import
+  }
   if (m_shell) {
     flush_streams();
     const py::module_ sys = py::module_::import("sys");

@@ -53,6 +53,9 @@ class interpreter final : public xeus::xinterpreter {
   // Needs the GIL.
   void flush_streams();
 
+  // The IPython shell, started on first use. Main thread, with the GIL.
+  pybind11::object& shell();
+
   bool on_main_thread() const noexcept { return m_parent.on_main_thread(); }
   interrupter& interrupts() noexcept { return m_interrupter; }
 
@@ -81,8 +84,10 @@ class interpreter final : public xeus::xinterpreter {
   nl::json execute(const std::string& code, int execution_counter,
                    const xeus::execute_request_config& config,
                    const nl::json& user_expressions);
+  void prepare_python();
   void start_shell();
   void wire_shell();
+  void write_history();
   void show_traceback(const pybind11::handle& etype, const pybind11::handle& evalue,
                       const pybind11::handle& traceback);
   void report(pybind11::error_already_set& error);
@@ -94,6 +99,7 @@ class interpreter final : public xeus::xinterpreter {
 
   pybind11::module_ m_module;  // our Python classes
   pybind11::object m_kernel_object;  // get_ipython().kernel
+  pybind11::object m_loader;  // the thread importing IPython
   pybind11::object m_shell;
   pybind11::object m_stdout;
   pybind11::object m_stderr;

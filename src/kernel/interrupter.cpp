@@ -54,6 +54,9 @@ void interrupter::open() {
   if (m_depth++ == 0) {
     set_sigint_blocked(false);
   }
+  if (m_stopping) {
+    PyErr_SetInterrupt();
+  }
 }
 
 void interrupter::close() {
@@ -102,6 +105,14 @@ interrupter::input_wait::~input_wait() {
   set_sigint_blocked(true);
   consume_pending_sigint();
   set_sigint_blocked(m_owner.m_depth == 0);
+}
+
+void interrupter::stop() {
+  {
+    std::lock_guard lock(m_mutex);
+    m_stopping = true;
+  }
+  interrupt();
 }
 
 bool interrupter::interrupt() {

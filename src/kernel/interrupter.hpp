@@ -82,12 +82,19 @@ class interrupter {
   // Any thread (the control thread). Returns whether the window was open.
   bool interrupt();
 
+  // Any thread (the control thread), when the kernel shuts down: interrupts
+  // the user's code now and whenever it starts from now on (a cell queued or
+  // still waiting for IPython to start), so that the main thread gets back to
+  // its loop and stops.
+  void stop();
+
  private:
   pthread_t m_main_thread;
   std::mutex m_mutex;
   // Guarded by m_mutex:
   int m_depth = 0;                  // open windows
   bool m_waiting_for_input = false;
+  bool m_stopping = false;
   unsigned m_input_waits = 0;       // tells one wait from the next
 };
 

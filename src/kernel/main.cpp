@@ -36,7 +36,8 @@ void run(const std::string& connection_file, const char* argv0) {
   xeus::xkernel xkernel(xeus::load_configuration(connection_file), xeus::get_user_name(),
                         xeus::make_zmq_context(), std::move(owned_interpreter),
                         kernel::make_serialized_shell_main_server,
-                        std::make_unique<kernel::ipython_history>());
+                        std::make_unique<kernel::ipython_history>(
+                            [&interpreter] { return interpreter.shell(); }));
   // Python outlives xeus: whichever way start() ends, detach while xeus's
   // comm manager is still alive.
   struct detach_on_exit {

@@ -51,8 +51,19 @@ def test_shutdown_exits_with_code_0(logged_kernel: tuple[Kernel, Path]) -> None:
 
 def test_shutdown_while_a_cell_runs(logged_kernel: tuple[Kernel, Path]) -> None:
     kernel, log = logged_kernel
-    kernel.send("import time; time.sleep(60)")
-    kernel.drain_iopub(0.5)
+    msg_id = kernel.send("print('started', flush=True); import time; time.sleep(60)")
+    while True:
+        msg = kernel.client.get_iopub_msg(timeout=30)
+        if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "stream":
+            break
+    assert_clean_exit(kernel, log)
+
+
+def test_shutdown_with_cells_waiting(logged_kernel: tuple[Kernel, Path]) -> None:
+    # Sent before IPython has even started: they must not hold the exit up.
+    kernel, log = logged_kernel
+    for _ in range(3):
+        kernel.send("import time; time.sleep(60)")
     assert_clean_exit(kernel, log)
 
 
@@ -94,3 +105,20 @@ def test_restart_gives_a_fresh_kernel(logged_kernel: tuple[Kernel, Path]) -> Non
     assert execution.reply["content"]["ename"] == "NameError"
     assert kernel.execute("1 + 1").status == "ok"
     assert_clean_exit(kernel, log)
+
+
+def test_shutdown_right_after_startup(logged_kernel: tuple[Kernel, Path]) -> None:
+    # The kernel answers kernel_info while IPython is still being imported.
+    kernel, log = logged_kernel
+    assert "Traceback" not in assert_clean_exit(kernel, log)
+
+
+def test_the_first_request_may_be_any_request(kernel: Kernel) -> None:
+    # IPython starts on the first request that needs it, whichever it is.
+    kernel.client.history(hist_access_type="tail", n=5)
+    history = kernel.client.get_shell_msg(timeout=60)
+    assert history["content"]["status"] == "ok"
+    kernel.client.complete("pri", 3)
+    complete = kernel.client.get_shell_msg(timeout=60)
+    assert "print" in complete["content"]["matches"]
+    assert kernel.execute("1 + 1").status == "ok"
