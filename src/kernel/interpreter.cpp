@@ -2,7 +2,6 @@
 
 #include <csignal>
 #include <exception>
-#include <limits>
 #include <utility>
 
 #include <pybind11/eval.h>
@@ -134,12 +133,6 @@ void interpreter::start_shell() {
   app.attr("init_code")();
   flush_streams();
 
-  // IPython's history thread writes each cell to SQLite as soon as the cell
-  // is stored, and then competes for the GIL with the cell itself (a cell
-  // took 5-10 ms instead of 1-2). Store without waking it; execute() wakes it
-  // when the cell is done.
-  m_shell.attr("history_manager").attr("db_cache_size") = std::numeric_limits<int>::max();
-
   // What exists now lives as long as the kernel: the garbage collector need
   // not scan it again, which keeps full collections (IPython makes one at
   // exit) and hence shutdown quick.
@@ -264,9 +257,6 @@ nl::json interpreter::execute(const std::string& code, int execution_counter,
   }
   flush_streams();
 
-  if (config.store_history) {
-    write_history();
-  }
   const py::object payload_manager = m_shell.attr("payload_manager");
   const nl::json payload = pyjson::to_json(payload_manager.attr("read_payload")());
   payload_manager.attr("clear_payload")();
@@ -279,15 +269,6 @@ nl::json interpreter::execute(const std::string& code, int execution_counter,
   const py::object results =
       m_shell.attr("user_expressions")(pyjson::from_json(user_expressions));
   return xeus::create_successful_reply(payload, pyjson::to_json(results));
-}
-
-void interpreter::write_history() {
-  // Wakes IPython's history thread (see start_shell): it runs once this
-  // thread releases the GIL, while the reply goes out.
-  const py::object flag = m_shell.attr("history_manager").attr("save_flag");
-  if (!flag.is_none()) {
-    flag.attr("set")();
-  }
 }
 
 void interpreter::show_traceback(const py::handle& etype, const py::handle& evalue,

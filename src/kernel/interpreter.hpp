@@ -87,7 +87,6 @@ class interpreter final : public xeus::xinterpreter {
   void prepare_python();
   void start_shell();
   void wire_shell();
-  void write_history();
   void show_traceback(const pybind11::handle& etype, const pybind11::handle& evalue,
                       const pybind11::handle& traceback);
   void report(pybind11::error_already_set& error);
