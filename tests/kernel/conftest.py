@@ -3,6 +3,7 @@ jupyter_client and its kernelspec, and talking to it."""
 
 from __future__ import annotations
 
+import os
 import queue
 import time
 from collections.abc import Iterator
@@ -93,6 +94,19 @@ class Kernel:
         process = provisioner.process  # type: ignore[attr-defined]
         code: int | None = process.poll()
         return code
+
+
+@pytest.fixture(autouse=True, scope="session")
+def own_ipython_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Kernels started by the tests keep their IPython history (and profile)
+    apart from the developer's, and share it only with each other."""
+    saved = os.environ.get("IPYTHONDIR")
+    os.environ["IPYTHONDIR"] = str(tmp_path_factory.mktemp("ipython"))
+    yield
+    if saved is None:
+        del os.environ["IPYTHONDIR"]
+    else:
+        os.environ["IPYTHONDIR"] = saved
 
 
 def start_kernel(**kwargs: Any) -> Kernel:

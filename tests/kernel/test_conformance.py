@@ -39,6 +39,7 @@ class InterpRpcKernelTests(jupyter_kernel_test.KernelTests):
         {"code": "from IPython.display import display, Math; display(Math('x^2'))",
          "mime": "text/latex"},
     )
-    code_history_pattern = "6*7"
+    # A GLOB: [*] is a literal star, so the pattern matches this cell only.
+    code_history_pattern = "6[*]7"
     supported_history_operations = ("tail", "range", "search")
     code_clear_output = "from IPython.display import clear_output; print('x'); clear_output()"
