@@ -184,6 +184,19 @@ void interpreter::wire_shell() {
       [this](const py::object& etype, const py::object& evalue, const py::object& stb) {
         show_traceback(etype, evalue, stb);
       });
+  // Requests for the frontend, as ipykernel sends them: exit() and quit() ask
+  // it to shut the kernel down, %load puts code in the next cell.
+  m_shell.attr("ask_exit") = py::cpp_function([this] {
+    m_shell.attr("payload_manager")
+        .attr("write_payload")(py::dict("source"_a = "ask_exit", "keepkernel"_a = false));
+  });
+  m_shell.attr("set_next_input") = py::cpp_function(
+      [this](const py::str& text, bool replace) {
+        m_shell.attr("payload_manager")
+            .attr("write_payload")(py::dict("source"_a = "set_next_input", "text"_a = text,
+                                            "replace"_a = replace));
+      },
+      "text"_a, "replace"_a = false);
   // Interrupts reach the user's code only (see interrupter.hpp). IPython runs
   // it in the coroutine run_code, hence a Python wrapper.
   py::dict scope;
@@ -401,6 +414,8 @@ void interpreter::detach_from_kernel() {
     m_shell.attr("displayhook").attr("publish_execution_result") = py::none();
     py::delattr(m_shell, "_showtraceback");
     py::delattr(m_shell, "run_code");
+    py::delattr(m_shell, "ask_exit");
+    py::delattr(m_shell, "set_next_input");
     m_shell.attr("kernel") = py::none();
   }
   if (m_kernel_object) {
