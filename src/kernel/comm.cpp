@@ -84,7 +84,10 @@ void comm::close(const py::object& data, const py::object& metadata, const py::o
 
 py::object comm::kernel() const { return p_manager ? p_manager->kernel() : py::none(); }
 
+// xeus calls these on the main thread, without the GIL; Python threads may
+// close the comm or change its callbacks meanwhile, under the GIL.
 void comm::handle_message(const xeus::xmessage& message) {
+  py::gil_scoped_acquire gil;
   if (m_closed || !m_on_msg) {
     return;
   }
@@ -92,6 +95,7 @@ void comm::handle_message(const xeus::xmessage& message) {
 }
 
 void comm::handle_close(const xeus::xmessage& message) {
+  py::gil_scoped_acquire gil;
   if (m_closed) {
     return;
   }

@@ -8,16 +8,21 @@
 // requests the main thread does not hold the GIL, so Python threads started by
 // cells keep running while the kernel is idle.
 //
-// Output from any thread. Any thread may publish (xeus's publish_stream,
-// display_data, update_display_data, ...; Python's print and display): the
-// message goes to IOPub through serialized_server, with the parent chosen by
-// output_parent.
+// Output from any thread. Any thread may publish, with or without the GIL:
+// Python code through print and display, C++ code (the pool's status
+// publisher) through xeus::get_interpreter()'s publish_stream, display_data,
+// update_display_data... The message goes to IOPub through serialized_server,
+// with the parent chosen by output_parent.
+//
+// Startup. configure() leaves IPython's import to a thread, so that the kernel
+// answers kernel_info at once; shell() starts IPython on the first request
+// that needs it.
 #pragma once
 
 #include <memory>
 #include <optional>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <pybind11/pybind11.h>
