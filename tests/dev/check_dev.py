@@ -7,7 +7,8 @@ it. Each check prints one line; the script ends with the plain closing line
   - './dev run' passes the command's own exit code through;
   - './dev run' runs Python 3.14 with interp_rpc and interp_rpc._core importable;
   - './dev lab --port P' serves JupyterLab: /api/kernelspecs answers with the
-    token it printed, and the lab stops cleanly on SIGTERM;
+    token it printed and lists the "Python (interp-rpc)" kernel, and the lab
+    stops cleanly on SIGTERM;
   - no mount is left under the root cache after any of these commands.
 """
 
@@ -104,6 +105,8 @@ def check_lab_serves_kernelspecs() -> None:
         specs = fetch_json(f"http://127.0.0.1:{port}/api/kernelspecs", token)
         assert "kernelspecs" in specs, specs
         assert "python3" in specs["kernelspecs"], sorted(specs["kernelspecs"])
+        kernelspec = specs["kernelspecs"]["interp-rpc"]["spec"]
+        assert kernelspec["display_name"] == "Python (interp-rpc)", kernelspec
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:

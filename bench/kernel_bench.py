@@ -1,0 +1,306 @@
+"""Compares the "Python (interp-rpc)" kernel with ipykernel and xeus-python
+(xpython), in one run on one machine, the way JupyterLab drives them
+(jupyter_client, their installed kernelspecs):
+
+- ready: from launching the process to the kernel_info reply (what
+  jupyter_client and JupyterLab wait for before calling a kernel ready);
+- first cell: from launching the process to the end of a first `1+1` sent as
+  soon as the kernel is ready (a kernel may finish starting after "ready");
+- execute: round trip of `1+1`, from the request to both its reply and its
+  idle status, p50 and p99;
+- shutdown: from the shutdown request to the process's exit, and its exit code;
+- interrupt: from the interrupt request (as the kernelspec asks for it) to the
+  KeyboardInterrupt reply of a cell in time.sleep(30).
+
+Kernels are measured in turns, round after round, so that a slow moment of the
+machine hits all of them. Prints a markdown table and writes
+bench/results/kernel.json.
+
+    ./dev run -- python3 bench/kernel_bench.py [--rounds N] [--executes N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import queue
+import statistics
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import zmq
+from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+from jupyter_client.manager import KernelManager
+
+KERNELS = {"interp-rpc": "interp-rpc", "ipykernel": "python3", "xpython": "xpython"}
+# zmq retries a refused connection every 100 ms by default, which would round
+# every startup up to that: all clients retry every 10 ms instead.
+CONTEXT = zmq.Context()
+CONTEXT.setsockopt(zmq.RECONNECT_IVL, 10)
+RESULTS = Path(__file__).resolve().parent / "results" / "kernel.json"
+
+
+@dataclass
+class Samples:
+    ready_s: list[float] = field(default_factory=list)
+    first_cell_s: list[float] = field(default_factory=list)
+    execute_s: list[float] = field(default_factory=list)
+    shutdown_s: list[float] = field(default_factory=list)
+    exit_codes: list[int | None] = field(default_factory=list)
+    interrupt_s: list[float | None] = field(default_factory=list)  # None: the kernel died
+
+
+def shell_reply(client: Any, msg_id: str, timeout: float) -> dict[str, Any] | None:
+    """The shell reply to msg_id, or None after timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            reply: dict[str, Any] = client.get_shell_msg(
+                timeout=max(0.001, deadline - time.monotonic()))
+        except queue.Empty:
+            return None
+        if reply["parent_header"].get("msg_id") == msg_id:
+            return reply
+
+
+def drain(client: Any, seconds: float) -> None:
+    time.sleep(seconds)
+    for get in (client.get_shell_msg, client.get_iopub_msg):
+        while True:
+            try:
+                get(timeout=0.01)
+            except queue.Empty:
+                break
+
+
+def start(kernel_name: str) -> tuple[KernelManager, Any, float, float]:
+    """Starts a kernel; returns it with its ready and first-cell times."""
+    manager = KernelManager(kernel_name=kernel_name, context=CONTEXT)
+    started = time.perf_counter()
+    manager.start_kernel(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    client = manager.client(context=CONTEXT)
+    client.start_channels()
+    # Not wait_for_ready(): it also waits for 0.2 s of silence on IOPub. One
+    # request is enough: zmq delivers it once the kernel listens.
+    if shell_reply(client, client.kernel_info(), timeout=60) is None:
+        raise RuntimeError(f"{kernel_name} did not answer kernel_info in 60 s")
+    ready = time.perf_counter() - started
+    # Timed by its reply: IOPub (a SUB socket) may still be connecting.
+    if shell_reply(client, client.execute("1+1"), timeout=60) is None:
+        raise RuntimeError(f"{kernel_name} did not run a first cell in 60 s")
+    first_cell = time.perf_counter() - started
+    # From now on cells are timed by their idle status: wait until IOPub works.
+    while True:
+        client.kernel_info()
+        try:
+            client.get_iopub_msg(timeout=0.5)
+            break
+        except queue.Empty:
+            continue
+    drain(client, 0.3)
+    return manager, client, ready, first_cell
+
+
+def process_of(manager: KernelManager) -> subprocess.Popen[bytes]:
+    provisioner = manager.provisioner
+    assert provisioner is not None
+    process: subprocess.Popen[bytes] = provisioner.process  # type: ignore[attr-defined]
+    return process
+
+
+def run_cell(client: Any, code: str, timeout: float = 30) -> tuple[dict[str, Any], float]:
+    """Executes code; returns its reply and the time until reply and idle."""
+    started = time.perf_counter()
+    msg_id = client.execute(code)
+    reply = None
+    idle = False
+    deadline = time.monotonic() + timeout
+    while reply is None or not idle:
+        remaining = max(0.01, deadline - time.monotonic())
+        if reply is None:
+            try:
+                msg = client.get_shell_msg(timeout=0.0 if not idle else remaining)
+                if msg["parent_header"].get("msg_id") == msg_id:
+                    reply = msg
+                continue
+            except queue.Empty:
+                pass
+        msg = client.get_iopub_msg(timeout=remaining)
+        if (msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "status"
+                and msg["content"]["execution_state"] == "idle"):
+            idle = True
+    return reply, time.perf_counter() - started
+
+
+def shut_down(manager: KernelManager, client: Any) -> tuple[float, int | None]:
+    process = process_of(manager)
+    started = time.perf_counter()
+    client.shutdown()
+    try:
+        code: int | None = process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        code = None  # did not exit by itself
+        process.kill()
+        process.wait()
+    elapsed = time.perf_counter() - started
+    client.stop_channels()
+    manager.cleanup_resources()
+    return elapsed, code
+
+
+def measure_session(kernel_name: str, executes: int, samples: Samples) -> None:
+    manager, client, ready, first_cell = start(kernel_name)
+    samples.ready_s.append(ready)
+    samples.first_cell_s.append(first_cell)
+    for _ in range(20):  # warm up
+        run_cell(client, "1+1")
+    for _ in range(executes):
+        reply, seconds = run_cell(client, "1+1")
+        assert reply["content"]["status"] == "ok", reply
+        samples.execute_s.append(seconds)
+    elapsed, code = shut_down(manager, client)
+    samples.shutdown_s.append(elapsed)
+    samples.exit_codes.append(code)
+
+
+def measure_interrupt(kernel_name: str, samples: Samples) -> None:
+    manager, client, _, _ = start(kernel_name)
+    process = process_of(manager)
+    msg_id = client.execute("import time; time.sleep(30)")
+    while True:
+        msg = client.get_iopub_msg(timeout=30)
+        if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "execute_input":
+            break
+    time.sleep(0.3)  # inside the sleep
+    started = time.perf_counter()
+    manager.interrupt_kernel()
+    result: float | None = None
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            msg = client.get_shell_msg(timeout=0.01)
+        except queue.Empty:
+            continue
+        if msg["parent_header"].get("msg_id") == msg_id:
+            if msg["content"].get("ename") == "KeyboardInterrupt":
+                result = time.perf_counter() - started
+            break
+    samples.interrupt_s.append(result)
+    if process.poll() is None:
+        shut_down(manager, client)
+    else:
+        client.stop_channels()
+        manager.cleanup_resources()
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
+
+
+def summarize(samples: Samples) -> dict[str, Any]:
+    interrupts = [s for s in samples.interrupt_s if s is not None]
+    return {
+        "ready_s": {"median": statistics.median(samples.ready_s), "samples": samples.ready_s},
+        "first_cell_s": {"median": statistics.median(samples.first_cell_s),
+                         "samples": samples.first_cell_s},
+        "execute_ms": {"p50": 1000 * percentile(samples.execute_s, 0.50),
+                       "p99": 1000 * percentile(samples.execute_s, 0.99),
+                       "n": len(samples.execute_s)},
+        "shutdown_s": {"median": statistics.median(samples.shutdown_s),
+                       "samples": samples.shutdown_s},
+        "exit_codes": samples.exit_codes,
+        "interrupt_ms": {
+            "median": 1000 * statistics.median(interrupts) if interrupts else None,
+            "died_or_failed": sum(s is None for s in samples.interrupt_s),
+            "n": len(samples.interrupt_s),
+        },
+    }
+
+
+def markdown(results: dict[str, dict[str, Any]]) -> str:
+    lines = [
+        "| kernel | ready (median) | first cell (median) | execute `1+1` p50 | p99 "
+        "| shutdown (median) | exit codes | interrupt → reply |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name, r in results.items():
+        interrupt = r["interrupt_ms"]
+        if interrupt["died_or_failed"]:
+            answer = f"failed {interrupt['died_or_failed']}/{interrupt['n']}"
+        else:
+            answer = f"{interrupt['median']:.0f} ms"
+        lines.append(
+            f"| {name} | {r['ready_s']['median']:.3f} s | {r['first_cell_s']['median']:.3f} s "
+            f"| {r['execute_ms']['p50']:.2f} ms "
+            f"| {r['execute_ms']['p99']:.2f} ms | {r['shutdown_s']['median']:.3f} s "
+            f"| {', '.join(str(c) for c in sorted(set(r['exit_codes']), key=str))} | {answer} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--executes", type=int, default=200, help="per round and kernel")
+    parser.add_argument("--interrupts", type=int, default=3)
+    args = parser.parse_args()
+
+    specs = KernelSpecManager()
+    kernels = {}
+    for label, name in KERNELS.items():
+        try:
+            specs.get_kernel_spec(name)
+        except NoSuchKernel:
+            print(f"skipping {label}: no kernelspec {name!r}")
+            continue
+        kernels[label] = name
+    samples = {label: Samples() for label in kernels}
+    for name in kernels.values():  # jupyter_client loads its plugins on first use
+        measure_session(name, 1, Samples())
+    for round_number in range(args.rounds):
+        for label, name in kernels.items():
+            measure_session(name, args.executes, samples[label])
+        print(f"round {round_number + 1}/{args.rounds} done", flush=True)
+    for _ in range(args.interrupts):
+        for label, name in kernels.items():
+            measure_interrupt(name, samples[label])
+
+    results = {label: summarize(s) for label, s in samples.items()}
+    ours = results.get("interp-rpc")
+    ratios = {}
+    if ours and "ipykernel" in results:
+        for measure in ("ready_s", "first_cell_s"):
+            ratios[f"{measure[:-2]}_vs_ipykernel"] = (
+                ours[measure]["median"] / results["ipykernel"][measure]["median"])
+    if ours and "xpython" in results:
+        ratios["execute_p50_vs_xpython"] = (
+            ours["execute_ms"]["p50"] / results["xpython"]["execute_ms"]["p50"])
+    report = {
+        "what": "kernel startup, execute round trip, shutdown and interrupt, via jupyter_client",
+        "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
+                    "python": platform.python_version()},
+        "settings": vars(args),
+        "targets": {"ready_vs_ipykernel": "<= 0.5", "execute_p50_vs_xpython": "<= 1.0",
+                    "interp-rpc shutdown": "<= 0.2 s, exit code 0"},
+        "ratios": ratios,
+        "kernels": results,
+    }
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
+    print()
+    print(markdown(results))
+    print()
+    for name, value in ratios.items():
+        print(f"{name}: {value:.2f}")
+    print(f"written to {RESULTS}")
+
+
+if __name__ == "__main__":
+    main()

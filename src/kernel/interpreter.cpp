@@ -1,0 +1,427 @@
+#include "kernel/interpreter.hpp"
+
+#include <csignal>
+#include <exception>
+#include <utility>
+
+#include <pybind11/eval.h>
+#include <pybind11/stl.h>
+#include <pybind11_json/pybind11_json.hpp>
+#include <xeus/xhelper.hpp>
+
+#include "kernel/input.hpp"
+
+namespace py = pybind11;
+using namespace pybind11::literals;
+
+namespace interp_rpc::kernel {
+
+namespace {
+
+// get_ipython().kernel: what libraries ask of the kernel object. ipywidgets'
+// Output widget captures the output of the request whose header get_parent()
+// returns.
+struct kernel_object {
+  interpreter* owner;  // null once the kernel is gone
+};
+
+// JSON for display data or metadata, where Python says None for "nothing".
+nl::json to_json_object(const py::handle& value) {
+  if (value.is_none()) {
+    return nl::json::object();
+  }
+  return pyjson::to_json(value);
+}
+
+std::string type_name(const py::handle& type) {
+  return py::str(type.attr("__name__")).cast<std::string>();
+}
+
+nl::json error_reply(const py::error_already_set& e) {
+  return xeus::create_error_reply(type_name(e.type()), py::str(e.value()).cast<std::string>());
+}
+
+}  // namespace
+
+interpreter::interpreter() : m_comms(*this) { xeus::register_interpreter(this); }
+
+interpreter::~interpreter() = default;
+
+/**** startup ****/
+
+void interpreter::configure_impl() {
+  prepare_python();
+  // Python threads (the import below, and later the cells' threads) run
+  // while the kernel waits for requests.
+  p_gil_release = std::make_unique<py::gil_scoped_release>();
+}
+
+void interpreter::prepare_python() {
+  static py::module_::module_def module_def;
+  m_module = py::module_::create_extension_module(
+      "_interp_rpc_kernel", "Objects the interp-rpc kernel gives to Python.", &module_def);
+  bind_stream(m_module);
+  bind_comm(m_module);
+  m_kernel_object = make_kernel_object();
+
+  // CPython installs its KeyboardInterrupt handler only if SIGINT was not
+  // ignored when the process started, and interrupts need it. Only the main
+  // thread may do this.
+  const py::module_ signal = py::module_::import("signal");
+  signal.attr("signal")(SIGINT, signal.attr("default_int_handler"));
+
+  const py::module_ sys = py::module_::import("sys");
+  const std::string version = sys.attr("version").cast<std::string>();
+  m_python_version = version.substr(0, version.find(' '));
+  m_banner = "Python " + version +
+             "\nType 'copyright', 'credits' or 'license' for more information\n"
+             "interp-rpc " INTERP_RPC_VERSION " -- IPython in a xeus kernel. Type '?' for help.\n";
+
+  // Importing IPython takes most of the startup (about 0.3 s of CPU). It
+  // happens on a thread, so the kernel answers kernel_info (the frontend's
+  // "ready") meanwhile; the shell starts on the first request that needs it.
+  m_loader = py::module_::import("threading")
+                 .attr("Thread")("target"_a = py::cpp_function([] {
+                                   for (const char* name : {"xeus_python_shell.shell", "comm",
+                                                            "IPython.core.compilerop",
+                                                            "IPython.utils.tokenutil"}) {
+                                     py::module_::import(name);
+                                   }
+                                 }),
+                                 "name"_a = "interp-rpc-import", "daemon"_a = true);
+  m_loader.attr("start")();
+}
+
+py::object& interpreter::shell() {
+  if (!m_shell) {
+    start_shell();
+  }
+  return m_shell;
+}
+
+void interpreter::start_shell() {
+  // Importing on this thread too while the loader runs could hand us half
+  // initialized modules (importlib accepts those in a cross-thread cycle).
+  m_loader.attr("join")();
+
+  // Before IPython and extensions import anything that makes comms.
+  m_comms.install(m_kernel_object);
+
+  // XPythonShellApp.initialize(), with our wiring done before extensions and
+  // startup code run: they may print, display or open comms.
+  py::object app = py::module_::import("xeus_python_shell.shell").attr("XPythonShellApp")();
+  py::module_::import("IPython.core.application")
+      .attr("BaseIPythonApplication")
+      .attr("initialize")(app, "argv"_a = py::list());
+  // Load the interp_rpc extension if the package provides one; IPython skips a
+  // module without load_ipython_extension silently.
+  py::list extensions;
+  for (const py::handle extension : app.attr("default_extensions")) {
+    extensions.append(extension);
+  }
+  extensions.append("interp_rpc");
+  app.attr("default_extensions") = extensions;
+  app.attr("user_ns") = py::dict();
+  app.attr("init_path")();
+  app.attr("init_shell")(false);  // no jedi: IPython's completer is quick to start
+  m_shell = app.attr("shell");
+  wire_shell();
+  py::module_::import("os").attr("environ").attr("setdefault")(
+      "MPLBACKEND", "module://matplotlib_inline.backend_inline");
+  app.attr("init_gui_pylab")();
+  app.attr("init_extensions")();
+  app.attr("init_code")();
+  flush_streams();
+
+  // What exists now lives as long as the kernel: the garbage collector need
+  // not scan it again, which keeps full collections (IPython makes one at
+  // exit) and hence shutdown quick.
+  py::module_::import("gc").attr("freeze")();
+}
+
+py::object interpreter::make_kernel_object() {
+  py::class_<kernel_object>(m_module, "Kernel", "The kernel, as libraries see it.")
+      .def(
+          "get_parent",
+          [](const kernel_object& self, const py::object&) {
+            if (self.owner == nullptr) {
+              return py::dict();
+            }
+            return py::dict("header"_a = pyjson::from_json(self.owner->m_parent.current().header()));
+          },
+          "channel"_a = py::none())
+      .def_property_readonly("comm_manager", [](const kernel_object&) {
+        return py::module_::import("comm").attr("get_comm_manager")();
+      });
+  return py::cast(kernel_object{this});
+}
+
+void interpreter::wire_shell() {
+  m_shell.attr("kernel") = m_kernel_object;
+
+  py::object display_pub = m_shell.attr("display_pub");
+  display_pub.attr("publish_display_data") = py::cpp_function(
+      [this](const py::object& data, const py::object& metadata, const py::object& transient,
+             bool update) {
+        flush_streams();
+        if (update) {
+          update_display_data(pyjson::to_json(data), to_json_object(metadata),
+                              to_json_object(transient));
+        } else {
+          display_data(pyjson::to_json(data), to_json_object(metadata), to_json_object(transient));
+        }
+      });
+  display_pub.attr("clear_output") = py::cpp_function([this](bool wait) {
+    flush_streams();
+    clear_output(wait);
+  });
+  m_shell.attr("displayhook").attr("publish_execution_result") = py::cpp_function(
+      [this](int execution_count, const py::object& data, const py::object& metadata) {
+        publish_execution_result(execution_count, pyjson::to_json(data), to_json_object(metadata));
+      });
+  // IPython reports every error it shows through _showtraceback.
+  m_shell.attr("_showtraceback") = py::cpp_function(
+      [this](const py::object& etype, const py::object& evalue, const py::object& stb) {
+        show_traceback(etype, evalue, stb);
+      });
+  // Requests for the frontend, as ipykernel sends them: exit() and quit() ask
+  // it to shut the kernel down, %load puts code in the next cell.
+  m_shell.attr("ask_exit") = py::cpp_function([this] {
+    m_shell.attr("payload_manager")
+        .attr("write_payload")(py::dict("source"_a = "ask_exit", "keepkernel"_a = false));
+  });
+  m_shell.attr("set_next_input") = py::cpp_function(
+      [this](const py::str& text, bool replace) {
+        m_shell.attr("payload_manager")
+            .attr("write_payload")(py::dict("source"_a = "set_next_input", "text"_a = text,
+                                            "replace"_a = replace));
+      },
+      "text"_a, "replace"_a = false);
+  // Interrupts reach the user's code only (see interrupter.hpp). IPython runs
+  // it in the coroutine run_code, hence a Python wrapper.
+  py::dict scope;
+  py::exec(R"(
+def interruptible(run_code, open_window, close_window):
+    async def run_interruptible_code(code_obj, result=None, *, async_=False):
+        open_window()
+        try:
+            return await run_code(code_obj, result, async_=async_)
+        finally:
+            close_window()
+    return run_interruptible_code
+)",
+           scope);
+  m_shell.attr("run_code") =
+      scope["interruptible"](m_shell.attr("run_code"),
+                             py::cpp_function([this] { m_interrupter.open(); }),
+                             py::cpp_function([this] { m_interrupter.close(); }));
+  // One file name per cell, so that tracebacks read "Cell In[3], line 2" and
+  // show the cell's source.
+  m_shell.attr("compile").attr("get_filename") =
+      py::module_::import("IPython.core.compilerop").attr("code_name");
+
+  const py::module_ sys = py::module_::import("sys");
+  auto out = std::make_unique<stream>(*this, "stdout", 1);
+  auto err = std::make_unique<stream>(*this, "stderr", 2);
+  p_stdout = out.get();
+  p_stderr = err.get();
+  m_stdout = py::cast(std::move(out));
+  m_stderr = py::cast(std::move(err));
+  sys.attr("stdout") = m_stdout;
+  sys.attr("stderr") = m_stderr;
+}
+
+/**** requests ****/
+
+void interpreter::execute_request_impl(send_reply_callback cb, int execution_counter,
+                                       const std::string& code,
+                                       xeus::execute_request_config config,
+                                       nl::json user_expressions) {
+  nl::json reply;
+  try {
+    py::gil_scoped_acquire gil;
+    reply = execute(code, execution_counter, config, user_expressions);
+  } catch (const std::exception& e) {
+    // Not a Python error (those are the cell's): the kernel itself failed.
+    reply = xeus::create_error_reply("KernelError", e.what());
+  }
+  // Without the GIL: sending the reply needs no Python.
+  cb(std::move(reply));
+}
+
+nl::json interpreter::execute(const std::string& code, int execution_counter,
+                              const xeus::execute_request_config& config,
+                              const nl::json& user_expressions) {
+  shell();
+  m_comms.collect_closed();
+  m_error.reset();
+  m_silent = config.silent;
+  if (config.store_history) {
+    // xeus numbers the cells; IPython's In/Out and history follow it.
+    m_shell.attr("execution_count") = execution_counter;
+  }
+  try {
+    input_redirection input(*this, config.allow_stdin);
+    interrupter::request_guard interruptible(m_interrupter);
+    m_shell.attr("run_cell")(code, "store_history"_a = config.store_history,
+                             "silent"_a = config.silent);
+  } catch (py::error_already_set& e) {
+    report(e);
+  }
+  flush_streams();
+
+  const py::object payload_manager = m_shell.attr("payload_manager");
+  const nl::json payload = pyjson::to_json(payload_manager.attr("read_payload")());
+  payload_manager.attr("clear_payload")();
+  if (m_error) {
+    nl::json reply = xeus::create_error_reply(m_error->ename, m_error->evalue, m_error->traceback);
+    reply["payload"] = payload;
+    reply["user_expressions"] = nl::json::object();
+    return reply;
+  }
+  const py::object results =
+      m_shell.attr("user_expressions")(pyjson::from_json(user_expressions));
+  return xeus::create_successful_reply(payload, pyjson::to_json(results));
+}
+
+void interpreter::show_traceback(const py::handle& etype, const py::handle& evalue,
+                                 const py::handle& traceback) {
+  flush_streams();
+  python_error error{type_name(etype), py::str(evalue).cast<std::string>(),
+                     traceback.cast<std::vector<std::string>>()};
+  if (!m_silent) {
+    publish_execution_error(error.ename, error.evalue, error.traceback);
+  }
+  m_error = std::move(error);
+}
+
+void interpreter::report(py::error_already_set& error) {
+  try {
+    m_shell.attr("showtraceback")(py::make_tuple(error.type(), error.value(), error.trace()));
+  } catch (py::error_already_set&) {
+    // IPython could not format it: show the bare exception.
+    const std::string ename = type_name(error.type());
+    const std::string evalue = py::str(error.value()).cast<std::string>();
+    show_traceback(error.type(), error.value(), py::cast(std::vector<std::string>{ename + ": " + evalue}));
+  }
+}
+
+nl::json interpreter::complete_request_impl(const std::string& code, int cursor_pos) {
+  py::gil_scoped_acquire gil;
+  try {
+    const py::tuple completion = shell().attr("complete_code")(code, cursor_pos);
+    return xeus::create_complete_reply(pyjson::to_json(completion[0]), completion[1].cast<int>(),
+                                       completion[2].cast<int>());
+  } catch (py::error_already_set& e) {
+    return error_reply(e);
+  }
+}
+
+nl::json interpreter::inspect_request_impl(const std::string& code, int cursor_pos,
+                                           int detail_level) {
+  py::gil_scoped_acquire gil;
+  try {
+    const py::object name = py::module_::import("IPython.utils.tokenutil")
+                                .attr("token_at_cursor")(code, cursor_pos);
+    const py::object bundle =
+        shell().attr("object_inspect_mime")(name, "detail_level"_a = detail_level);
+    return xeus::create_inspect_reply(true, pyjson::to_json(bundle));
+  } catch (py::error_already_set& e) {
+    if (e.matches(PyExc_KeyError)) {
+      return xeus::create_inspect_reply(false);  // no such name
+    }
+    return error_reply(e);
+  }
+}
+
+nl::json interpreter::is_complete_request_impl(const std::string& code) {
+  py::gil_scoped_acquire gil;
+  try {
+    const py::tuple answer =
+        shell().attr("input_transformer_manager").attr("check_complete")(code);
+    const std::string status = answer[0].cast<std::string>();
+    const std::string indent = answer[1].is_none() ? "" : std::string(answer[1].cast<int>(), ' ');
+    return xeus::create_is_complete_reply(status, indent);
+  } catch (py::error_already_set& e) {
+    return error_reply(e);
+  }
+}
+
+nl::json interpreter::kernel_info_request_impl() {
+  const nl::json help_links = nl::json::array(
+      {{{"text", "Python Reference"}, {"url", "https://docs.python.org/3.14/"}},
+       {{"text", "IPython Reference"}, {"url", "https://ipython.readthedocs.io/en/stable/"}}});
+  nl::json reply = xeus::create_info_reply(
+      "interp-rpc", INTERP_RPC_VERSION, "python", m_python_version, "text/x-python", ".py",
+      "ipython3", nl::json{{"name", "ipython"}, {"version", 3}}, "python", m_banner, help_links);
+  // No debugger: debugpy stalls kernels on Python 3.13+ (xeus-python #665).
+  reply["debugger"] = false;
+  return reply;
+}
+
+nl::json interpreter::shutdown_request_impl(bool restart) {
+  // The server stops once the main thread is back in its loop: end the cell
+  // it may be running, and those still queued.
+  m_interrupter.stop();
+  return xeus::create_shutdown_reply(restart);
+}
+
+nl::json interpreter::interrupt_request_impl() {
+  m_interrupter.interrupt();
+  return xeus::create_interrupt_reply();
+}
+
+/**** output ****/
+
+void interpreter::set_request_context(xeus::xrequest_context context) {
+  m_parent.set_execute_request(std::move(context));
+}
+
+const xeus::xrequest_context& interpreter::get_request_context() const noexcept {
+  return m_parent.current();
+}
+
+void interpreter::flush_streams() {
+  if (p_stdout != nullptr) {
+    p_stdout->flush();
+  }
+  if (p_stderr != nullptr) {
+    p_stderr->flush();
+  }
+}
+
+/**** shutdown ****/
+
+void interpreter::detach_from_kernel() {
+  if (m_detached) {
+    return;
+  }
+  m_detached = true;
+  py::gil_scoped_acquire gil;
+  if (m_loader) {
+    m_loader.attr("join")();  // Python must not finalize in the middle of an import
+  }
+  if (m_shell) {
+    flush_streams();
+    const py::module_ sys = py::module_::import("sys");
+    sys.attr("stdout") = sys.attr("__stdout__");
+    sys.attr("stderr") = sys.attr("__stderr__");
+    p_stdout->detach();
+    p_stderr->detach();
+    py::object display_pub = m_shell.attr("display_pub");
+    display_pub.attr("publish_display_data") = py::none();
+    display_pub.attr("clear_output") = py::none();
+    m_shell.attr("displayhook").attr("publish_execution_result") = py::none();
+    py::delattr(m_shell, "_showtraceback");
+    py::delattr(m_shell, "run_code");
+    py::delattr(m_shell, "ask_exit");
+    py::delattr(m_shell, "set_next_input");
+    m_shell.attr("kernel") = py::none();
+  }
+  if (m_kernel_object) {
+    m_kernel_object.cast<kernel_object&>().owner = nullptr;
+  }
+  m_comms.detach();
+}
+
+}  // namespace interp_rpc::kernel

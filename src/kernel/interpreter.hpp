@@ -1,0 +1,142 @@
+// The xeus interpreter of the "Python (interp-rpc)" kernel: cells run in the
+// embedded CPython, with IPython semantics, through xeus-python-shell's
+// XPythonShell (magics, display, history, completion, introspection).
+//
+// Threads. xeus calls the request handlers on the main thread, which is also
+// CPython's main thread (signals, hence KeyboardInterrupt, are delivered
+// there); interrupt and shutdown arrive on the control thread. Between
+// requests the main thread does not hold the GIL, so Python threads started by
+// cells keep running while the kernel is idle.
+//
+// Output from any thread. Any thread may publish, with or without the GIL:
+// Python code through print and display, C++ code (the pool's status
+// publisher) through xeus::get_interpreter()'s publish_stream, display_data,
+// update_display_data... The message goes to IOPub through serialized_server,
+// with the parent chosen by output_parent.
+//
+// Startup. configure() leaves IPython's import to a thread, so that the kernel
+// answers kernel_info at once; shell() starts IPython on the first request
+// that needs it.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <pybind11/pybind11.h>
+#include <xeus/xinterpreter.hpp>
+
+#include "kernel/comm.hpp"
+#include "kernel/interrupter.hpp"
+#include "kernel/output_parent.hpp"
+#include "kernel/stream.hpp"
+
+namespace interp_rpc::kernel {
+
+class interpreter final : public xeus::xinterpreter {
+ public:
+  // The constructing thread is the main thread; it must hold the GIL.
+  interpreter();
+  ~interpreter() override;
+
+  // Main thread, once the server has stopped and before the xeus kernel (and
+  // its comm manager) is destroyed: Python gets its own stdout, stderr and
+  // display hooks back, comms are closed, and every object we gave Python
+  // turns inert, since Python outlives this interpreter (atexit handlers,
+  // finalizers of user objects).
+  void detach_from_kernel();
+
+  // Runs Python code for a request other than an execute request (a comm
+  // message) the way a cell runs: with the GIL, output parented to that
+  // request, interruptible, and a Python error shown as an error output.
+  template <class F>
+  void run_for_request(const xeus::xmessage& request, F&& f);
+
+  // Publishes what the streams hold, so that what follows comes after it.
+  // Needs the GIL.
+  void flush_streams();
+
+  // The IPython shell, started on first use. Main thread, with the GIL.
+  pybind11::object& shell();
+
+  bool on_main_thread() const noexcept { return m_parent.on_main_thread(); }
+  interrupter& interrupts() noexcept { return m_interrupter; }
+
+ private:
+  struct python_error {
+    std::string ename;
+    std::string evalue;
+    std::vector<std::string> traceback;
+  };
+
+  void configure_impl() override;
+  void execute_request_impl(send_reply_callback cb, int execution_counter,
+                            const std::string& code, xeus::execute_request_config config,
+                            nl::json user_expressions) override;
+  nl::json complete_request_impl(const std::string& code, int cursor_pos) override;
+  nl::json inspect_request_impl(const std::string& code, int cursor_pos,
+                                int detail_level) override;
+  nl::json is_complete_request_impl(const std::string& code) override;
+  nl::json kernel_info_request_impl() override;
+  nl::json shutdown_request_impl(bool restart) override;
+  nl::json interrupt_request_impl() override;
+
+  void set_request_context(xeus::xrequest_context context) override;
+  const xeus::xrequest_context& get_request_context() const noexcept override;
+
+  nl::json execute(const std::string& code, int execution_counter,
+                   const xeus::execute_request_config& config,
+                   const nl::json& user_expressions);
+  void prepare_python();
+  void start_shell();
+  void wire_shell();
+  void show_traceback(const pybind11::handle& etype, const pybind11::handle& evalue,
+                      const pybind11::handle& traceback);
+  void report(pybind11::error_already_set& error);
+  pybind11::object make_kernel_object();
+
+  output_parent m_parent;
+  interrupter m_interrupter;
+  kernel::comm_manager m_comms;
+
+  pybind11::module_ m_module;  // our Python classes
+  pybind11::object m_kernel_object;  // get_ipython().kernel
+  pybind11::object m_loader;  // the thread importing IPython
+  pybind11::object m_shell;
+  pybind11::object m_stdout;
+  pybind11::object m_stderr;
+  stream* p_stdout = nullptr;  // owned by m_stdout
+  stream* p_stderr = nullptr;  // owned by m_stderr
+  std::string m_python_version;
+  std::string m_banner;
+
+  bool m_silent = false;  // of the execute request being run
+  std::optional<python_error> m_error;  // the last error IPython showed
+  bool m_detached = false;
+
+  // Declared last, so destroyed first: the GIL comes back before the Python
+  // objects above are released.
+  std::unique_ptr<pybind11::gil_scoped_release> p_gil_release;
+};
+
+template <class F>
+void interpreter::run_for_request(const xeus::xmessage& request, F&& f) {
+  pybind11::gil_scoped_acquire gil;
+  struct restore_parent {
+    output_parent& parent;
+    xeus::xrequest_context previous;
+    ~restore_parent() { parent.exchange_main(std::move(previous)); }
+  } parent_guard{m_parent, m_parent.exchange_main(
+                               xeus::xrequest_context(request.header(), request.identities()))};
+  try {
+    interrupter::window interruptible(m_interrupter);
+    std::forward<F>(f)();
+  } catch (pybind11::error_already_set& e) {
+    report(e);
+  }
+  flush_streams();
+}
+
+}  // namespace interp_rpc::kernel

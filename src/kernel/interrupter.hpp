@@ -1,0 +1,101 @@
+// Interrupting the Python code the main thread runs for a request.
+//
+// Jupyter's interrupt_request arrives on the control thread. CPython raises
+// KeyboardInterrupt only in the main thread, when its SIGINT handler has run:
+// PyErr_SetInterrupt() trips that handler from any thread, and a SIGINT sent to
+// the main thread also wakes it from a blocking call (time.sleep, a lock, a
+// socket), which then checks for signals.
+//
+// A SIGINT must never reach a thread that is polling zmq: xeus-zmq does not
+// retry on EINTR, so the poll would throw and end the kernel. Hence SIGINT is
+// blocked in every thread (block_sigint_in_this_thread() in main(), before any
+// thread exists, so that all threads inherit the mask) and the main thread
+// unblocks it only while the window is open.
+//
+// The window is open only while the user's code runs (IPython's run_code, a
+// comm callback), not while IPython does its own bookkeeping around it: a
+// KeyboardInterrupt raised right after a `with lock:` acquired its lock skips
+// the release (CPython raises it before the with block is set up), and the
+// lock of IPython's history, leaked that way, deadlocks the next cell.
+#pragma once
+
+#include <pthread.h>
+
+#include <mutex>
+
+namespace interp_rpc::kernel {
+
+void block_sigint_in_this_thread();
+
+class interrupter {
+ public:
+  // The constructing thread is the main thread.
+  interrupter();
+
+  // Main thread, holding the GIL. Windows nest; interrupt() interrupts while
+  // one is open. Closing the last one discards an interrupt that arrived too
+  // late to be raised in the code it guarded, so that it cannot fire later.
+  void open();
+  void close();
+
+  // open() and close() for C++ callers.
+  class window {
+   public:
+    explicit window(interrupter& owner) : m_owner(owner) { m_owner.open(); }
+    ~window() { m_owner.close(); }
+    window(const window&) = delete;
+    window& operator=(const window&) = delete;
+
+   private:
+    interrupter& m_owner;
+  };
+
+  // Main thread, holding the GIL, around a whole request: closes the window
+  // if Python left it open (a KeyboardInterrupt raised just as open()
+  // returned skips the matching close()).
+  class request_guard {
+   public:
+    explicit request_guard(interrupter& owner) : m_owner(owner) {}
+    ~request_guard();
+    request_guard(const request_guard&) = delete;
+    request_guard& operator=(const request_guard&) = delete;
+
+   private:
+    interrupter& m_owner;
+  };
+
+  // Main thread, without the GIL, while it waits for the frontend's answer to
+  // an input request. The wait ends only when a SIGINT interrupts its zmq
+  // receive, and a SIGINT sent just before the receive began is lost: while
+  // this lives, interrupt() sends SIGINT again until the wait ends.
+  class input_wait {
+   public:
+    explicit input_wait(interrupter& owner);
+    ~input_wait();
+    input_wait(const input_wait&) = delete;
+    input_wait& operator=(const input_wait&) = delete;
+
+   private:
+    interrupter& m_owner;
+  };
+
+  // Any thread (the control thread). Returns whether the window was open.
+  bool interrupt();
+
+  // Any thread (the control thread), when the kernel shuts down: interrupts
+  // the user's code now and whenever it starts from now on (a cell queued or
+  // still waiting for IPython to start), so that the main thread gets back to
+  // its loop and stops.
+  void stop();
+
+ private:
+  pthread_t m_main_thread;
+  std::mutex m_mutex;
+  // Guarded by m_mutex:
+  int m_depth = 0;                  // open windows
+  bool m_waiting_for_input = false;
+  bool m_stopping = false;
+  unsigned m_input_waits = 0;       // tells one wait from the next
+};
+
+}  // namespace interp_rpc::kernel

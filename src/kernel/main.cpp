@@ -1,0 +1,72 @@
+// interp-rpc-kernel: the "Python (interp-rpc)" Jupyter kernel process.
+//
+//   interp-rpc-kernel -f CONNECTION_FILE
+//
+// Exit code 0 after a shutdown request, 1 if the kernel cannot start.
+#include <exception>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include <pybind11/embed.h>
+#include <xeus-zmq/xzmq_context.hpp>
+#include <xeus/xhelper.hpp>
+#include <xeus/xkernel.hpp>
+#include <xeus/xkernel_configuration.hpp>
+
+#include "kernel/history.hpp"
+#include "kernel/interpreter.hpp"
+#include "kernel/interrupter.hpp"
+#include "kernel/python_config.hpp"
+#include "kernel/serialized_server.hpp"
+
+namespace py = pybind11;
+namespace kernel = interp_rpc::kernel;
+
+namespace {
+
+void run(const std::string& connection_file, const char* argv0) {
+  PyConfig config;
+  kernel::init_python_config(config);
+  const char* python_argv[] = {argv0};
+  py::scoped_interpreter python(&config, 1, python_argv, /*add_program_dir_to_path=*/false);
+
+  auto owned_interpreter = std::make_unique<kernel::interpreter>();
+  kernel::interpreter& interpreter = *owned_interpreter;
+  xeus::xkernel xkernel(xeus::load_configuration(connection_file), xeus::get_user_name(),
+                        xeus::make_zmq_context(), std::move(owned_interpreter),
+                        kernel::make_serialized_shell_main_server,
+                        std::make_unique<kernel::ipython_history>(
+                            [&interpreter] { return interpreter.shell(); }));
+  // Python outlives xeus: whichever way start() ends, detach while xeus's
+  // comm manager is still alive.
+  struct detach_on_exit {
+    kernel::interpreter& interpreter;
+    ~detach_on_exit() { interpreter.detach_from_kernel(); }
+  } detach{interpreter};
+  xkernel.start();
+}
+
+}  // namespace
+
+int main(int argc, char* argv[]) {
+  if (xeus::should_print_version(argc, argv)) {
+    std::cout << "interp-rpc-kernel " << INTERP_RPC_VERSION << '\n';
+    return 0;
+  }
+  // Before any thread exists, so that every thread inherits it (see
+  // interrupter.hpp): SIGINT reaches the main thread only while it runs a cell.
+  kernel::block_sigint_in_this_thread();
+  const std::string connection_file = xeus::extract_filename(argc, argv);
+  if (connection_file.empty()) {
+    std::cerr << "usage: " << argv[0] << " -f CONNECTION_FILE\n";
+    return 2;
+  }
+  try {
+    run(connection_file, argv[0]);
+  } catch (const std::exception& e) {
+    std::cerr << "interp-rpc-kernel: " << e.what() << '\n';
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,45 @@
+// Which request the output of the calling thread belongs to.
+//
+// Every IOPub message carries a parent header; JupyterLab uses it to decide
+// which cell shows the message. The main (shell) thread knows its request: the
+// one it is handling. Any other thread (a Python thread the cell started, a C++
+// thread such as the pool's status publisher) has no request of its own, so its
+// output goes to the latest execute request, as with ipykernel. We cannot keep
+// this in a ContextVar: threads of Python 3.14 (GIL build) start with an empty
+// context, so they would publish with no parent at all.
+#pragma once
+
+#include <mutex>
+#include <thread>
+
+#include <xeus/xrequest_context.hpp>
+
+namespace interp_rpc::kernel {
+
+class output_parent {
+ public:
+  // The constructing thread becomes the main thread.
+  output_parent();
+
+  // Main thread, when an execute request starts: the parent of everything
+  // until the next one.
+  void set_execute_request(xeus::xrequest_context context);
+
+  // Main thread, for a request that is not an execute request (a comm
+  // message): its output goes to it, but output from other threads keeps going
+  // to the current execute request. Returns the context to restore afterwards.
+  xeus::xrequest_context exchange_main(xeus::xrequest_context context);
+
+  // Any thread. The reference stays valid until this thread's next call.
+  const xeus::xrequest_context& current() const;
+
+  bool on_main_thread() const noexcept;
+
+ private:
+  std::thread::id m_main_thread;
+  xeus::xrequest_context m_main;  // only the main thread reads or writes it
+  mutable std::mutex m_mutex;
+  xeus::xrequest_context m_execute;  // guarded by m_mutex, for other threads
+};
+
+}  // namespace interp_rpc::kernel

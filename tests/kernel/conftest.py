@@ -1,0 +1,140 @@
+"""Starting the "Python (interp-rpc)" kernel the way JupyterLab does, through
+jupyter_client and its kernelspec, and talking to it."""
+
+from __future__ import annotations
+
+import os
+import queue
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from jupyter_client.blocking.client import BlockingKernelClient
+from jupyter_client.manager import KernelManager, start_new_kernel
+
+KERNEL_NAME = "interp-rpc"
+Message = dict[str, Any]
+
+
+@dataclass
+class Execution:
+    """What one execute request produced."""
+
+    reply: Message
+    # IOPub messages whose parent is the request, without the busy and idle
+    # statuses and execute_input.
+    outputs: list[Message]
+    # IOPub messages with another parent, seen while waiting.
+    others: list[Message] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        return str(self.reply["content"]["status"])
+
+    def stream(self, name: str = "stdout") -> str:
+        return "".join(
+            m["content"]["text"]
+            for m in self.outputs
+            if m["msg_type"] == "stream" and m["content"]["name"] == name
+        )
+
+    def of_type(self, msg_type: str) -> list[Message]:
+        return [m for m in self.outputs if m["msg_type"] == msg_type]
+
+
+class Kernel:
+    def __init__(self, manager: KernelManager, client: BlockingKernelClient) -> None:
+        self.manager = manager
+        self.client = client
+
+    def send(self, code: str, **kwargs: Any) -> str:
+        msg_id: str = self.client.execute(code, **kwargs)
+        return msg_id
+
+    def collect(self, msg_id: str, timeout: float = 30) -> Execution:
+        """Reads IOPub until the request's idle status, then its reply."""
+        deadline = time.monotonic() + timeout
+        outputs: list[Message] = []
+        others: list[Message] = []
+        while True:
+            msg = self.client.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
+            if msg["parent_header"].get("msg_id") != msg_id:
+                others.append(msg)
+                continue
+            if msg["msg_type"] == "status":
+                if msg["content"]["execution_state"] == "idle":
+                    break
+                continue
+            if msg["msg_type"] != "execute_input":
+                outputs.append(msg)
+        while True:
+            reply = self.client.get_shell_msg(timeout=max(0.1, deadline - time.monotonic()))
+            if reply["parent_header"].get("msg_id") == msg_id:
+                return Execution(reply, outputs, others)
+
+    def execute(self, code: str, timeout: float = 30, **kwargs: Any) -> Execution:
+        return self.collect(self.send(code, **kwargs), timeout)
+
+    def drain_iopub(self, seconds: float = 0.2) -> list[Message]:
+        messages = []
+        end = time.monotonic() + seconds
+        while True:
+            try:
+                remaining = max(0.01, end - time.monotonic())
+                messages.append(self.client.get_iopub_msg(timeout=remaining))
+            except queue.Empty:
+                return messages
+
+    @property
+    def process_exit_code(self) -> int | None:
+        provisioner = self.manager.provisioner
+        assert provisioner is not None
+        process = provisioner.process  # type: ignore[attr-defined]
+        code: int | None = process.poll()
+        return code
+
+
+@pytest.fixture(autouse=True, scope="session")
+def own_ipython_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Kernels started by the tests keep their IPython history (and profile)
+    apart from the developer's, and share it only with each other."""
+    saved = os.environ.get("IPYTHONDIR")
+    os.environ["IPYTHONDIR"] = str(tmp_path_factory.mktemp("ipython"))
+    yield
+    if saved is None:
+        del os.environ["IPYTHONDIR"]
+    else:
+        os.environ["IPYTHONDIR"] = saved
+
+
+def start_kernel(**kwargs: Any) -> Kernel:
+    manager, client = start_new_kernel(kernel_name=KERNEL_NAME, startup_timeout=60, **kwargs)
+    return Kernel(manager, client)
+
+
+def stop_kernel(kernel: Kernel) -> None:
+    kernel.client.stop_channels()
+    if kernel.manager.is_alive():
+        kernel.manager.shutdown_kernel(now=False)
+
+
+@pytest.fixture
+def kernel() -> Iterator[Kernel]:
+    """A kernel of its own, for tests that may break or stop it."""
+    k = start_kernel()
+    try:
+        yield k
+    finally:
+        stop_kernel(k)
+
+
+@pytest.fixture(scope="module")
+def shared_kernel() -> Iterator[Kernel]:
+    """One kernel for the tests of a module that leave it usable."""
+    k = start_kernel()
+    try:
+        yield k
+    finally:
+        stop_kernel(k)
