@@ -1,5 +1,7 @@
 #include "kernel/interpreter.hpp"
 
+#include "kernel/live_view.hpp"
+
 #include <csignal>
 #include <exception>
 #include <utility>
@@ -62,6 +64,10 @@ void interpreter::prepare_python() {
       "_interp_rpc_kernel", "Objects the interp-rpc kernel gives to Python.", &module_def);
   bind_stream(m_module);
   bind_comm(m_module);
+  bind_live_view(m_module);
+  // Importable, so that interp_rpc's notebook extension finds the kernel's
+  // live status publisher (interp_rpc/notebook/live.py).
+  py::module_::import("sys").attr("modules")["_interp_rpc_kernel"] = m_module;
   m_kernel_object = make_kernel_object();
 
   // CPython installs its KeyboardInterrupt handler only if SIGINT was not

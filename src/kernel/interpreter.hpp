@@ -62,6 +62,8 @@ class interpreter final : public xeus::xinterpreter {
   pybind11::object& shell();
 
   bool on_main_thread() const noexcept { return m_parent.on_main_thread(); }
+  // The request the calling thread's output belongs to (see output_parent).
+  const xeus::xrequest_context& current_request() const { return m_parent.current(); }
   interrupter& interrupts() noexcept { return m_interrupter; }
 
  private:

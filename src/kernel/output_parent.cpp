@@ -4,6 +4,15 @@
 
 namespace interp_rpc::kernel {
 
+namespace {
+thread_local const xeus::xrequest_context* t_pinned = nullptr;
+}  // namespace
+
+thread_parent::thread_parent(xeus::xrequest_context context)
+    : m_context(std::move(context)), p_previous(std::exchange(t_pinned, &m_context)) {}
+
+thread_parent::~thread_parent() { t_pinned = p_previous; }
+
 output_parent::output_parent() : m_main_thread(std::this_thread::get_id()) {}
 
 void output_parent::set_execute_request(xeus::xrequest_context context) {
@@ -17,6 +26,9 @@ xeus::xrequest_context output_parent::exchange_main(xeus::xrequest_context conte
 }
 
 const xeus::xrequest_context& output_parent::current() const {
+  if (t_pinned != nullptr) {
+    return *t_pinned;
+  }
   if (on_main_thread()) {
     return m_main;
   }

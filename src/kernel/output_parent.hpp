@@ -42,4 +42,19 @@ class output_parent {
   xeus::xrequest_context m_execute;  // guarded by m_mutex, for other threads
 };
 
+// For its lifetime, the output of the constructing thread belongs to
+// `context`, whatever the main thread runs next: a thread that publishes on
+// behalf of one cell (the pool's live status view) keeps that cell as parent.
+class thread_parent {
+ public:
+  explicit thread_parent(xeus::xrequest_context context);
+  thread_parent(const thread_parent&) = delete;
+  thread_parent& operator=(const thread_parent&) = delete;
+  ~thread_parent();
+
+ private:
+  xeus::xrequest_context m_context;
+  const xeus::xrequest_context* p_previous;
+};
+
 }  // namespace interp_rpc::kernel

@@ -53,7 +53,7 @@ from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 #: The kernel the notebook runs in. "python3" is ipykernel with %load_ext;
 #: "interp-rpc" is "Python (interp-rpc)", which runs the notebook unchanged.
-KERNEL = "python3"
+KERNEL = "interp-rpc"
 
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO / "notebooks"

@@ -60,7 +60,7 @@ def mime_types(cell: Any) -> set[str]:
     return {mime for out in cell.outputs for mime in out.get("data", {})}
 
 
-@pytest.fixture(scope="module", params=["python3"])
+@pytest.fixture(scope="module", params=["python3", "interp-rpc"])
 def executed(request: pytest.FixtureRequest) -> tuple[Any, dict[int, int]]:
     nb, updates, _ = execute_demo(request.param)
     return nb, updates

@@ -4,7 +4,7 @@ The view itself is rendered by the engine from a status snapshot
 (``engine.render_live``). Who publishes it depends on the kernel:
 
 - in the interp-rpc kernel, a C++ thread of the kernel publishes it without
-  taking any GIL (``interp_rpc_kernel.start_live_view``);
+  taking any GIL (``_interp_rpc_kernel.start_live_view``);
 - under any other kernel (ipykernel), a Python thread does, through IPython's
   display machinery. While the notebook's main thread waits on the pool it
   has released the GIL, so that thread runs freely.
@@ -37,10 +37,10 @@ _WIDGET_STYLE = (
 def _kernel_publisher() -> Any | None:
     """The interp-rpc kernel's C++ publisher module, when running in that kernel."""
     try:
-        import interp_rpc_kernel  # type: ignore[import-not-found]  # embedded in the kernel
+        import _interp_rpc_kernel  # type: ignore[import-not-found]  # embedded in the kernel
     except ImportError:
         return None
-    return interp_rpc_kernel if hasattr(interp_rpc_kernel, "start_live_view") else None
+    return _interp_rpc_kernel if hasattr(_interp_rpc_kernel, "start_live_view") else None
 
 
 def widgets_supported() -> bool:

@@ -1,0 +1,92 @@
+#include "kernel/live_view.hpp"
+
+#include <chrono>
+
+#include <nlohmann/json.hpp>
+#include <pybind11/stl.h>
+#include <xeus/xinterpreter.hpp>
+
+#include "core/clock.hpp"
+#include "kernel/interpreter.hpp"
+#include "kernel/output_parent.hpp"
+
+namespace py = pybind11;
+namespace nl = nlohmann;
+
+namespace interp_rpc::kernel {
+
+live_view::live_view(core::live_feed feed, live_view_options options,
+                     xeus::xrequest_context parent)
+    : m_feed(std::move(feed)), m_options(std::move(options)) {
+  m_thread = std::thread(&live_view::run, this, std::move(parent));
+}
+
+live_view::~live_view() { stop(); }
+
+std::uint64_t live_view::stop() {
+  {
+    std::lock_guard lock(m_mutex);
+    m_stop = true;
+  }
+  m_wake.notify_all();
+  if (m_thread.joinable()) m_thread.join();
+  std::lock_guard lock(m_mutex);
+  return m_updates;
+}
+
+void live_view::run(xeus::xrequest_context parent) {
+  const thread_parent pinned(std::move(parent));
+  const auto refresh = std::chrono::duration<double>(m_options.refresh_seconds);
+  const auto until = m_options.duration_seconds
+                         ? std::optional(std::chrono::steady_clock::now() +
+                                         std::chrono::duration<double>(*m_options.duration_seconds))
+                         : std::nullopt;
+  std::unique_lock lock(m_mutex);
+  while (!m_wake.wait_for(lock, refresh, [this] { return m_stop; })) {
+    lock.unlock();
+    publish();
+    lock.lock();
+    ++m_updates;
+    if (until && std::chrono::steady_clock::now() >= *until) return;
+  }
+}
+
+void live_view::publish() {
+  core::live_progress progress;
+  progress.target = m_options.target;
+  progress.total = m_options.total;
+  progress.done = static_cast<std::int64_t>(m_feed.log->totals().items) - m_options.items_at_start;
+  progress.elapsed_seconds = static_cast<double>(core::now_ns() - m_options.started_ns) * 1e-9;
+  const auto view = core::render_live_view(m_feed.board->snapshot(), progress,
+                                           m_options.stuck_after_seconds);
+  nl::json data = {{"text/html", view.html}, {"text/plain", view.text}};
+  nl::json transient = {{"display_id", m_options.display_id}};
+  xeus::get_interpreter().update_display_data(std::move(data), nl::json::object(),
+                                              std::move(transient));
+}
+
+void bind_live_view(py::module_& m) {
+  py::class_<live_view>(m, "LiveView")
+      .def("stop", &live_view::stop, py::call_guard<py::gil_scoped_release>(),
+           "Stop publishing; returns how many updates were published.");
+  m.def(
+      "start_live_view",
+      [](const py::capsule& feed, std::string display_id, std::string target, std::int64_t total,
+         std::int64_t items_at_start, std::int64_t started_ns, double stuck_after, double refresh,
+         std::optional<double> duration) {
+        auto* source = static_cast<core::live_feed*>(
+            PyCapsule_GetPointer(feed.ptr(), core::live_feed_capsule_name));
+        if (source == nullptr) throw py::error_already_set();
+        live_view_options options{std::move(display_id), std::move(target), total, items_at_start,
+                                  started_ns, stuck_after, refresh, duration};
+        // The cell running now: the view's updates belong to it.
+        auto parent = static_cast<interpreter&>(xeus::get_interpreter()).current_request();
+        return std::make_unique<live_view>(*source, std::move(options), std::move(parent));
+      },
+      py::arg("feed"), py::arg("display_id"), py::arg("target"), py::arg("total"),
+      py::arg("items_at_start"), py::arg("started_ns"), py::arg("stuck_after"),
+      py::arg("refresh"), py::arg("duration"),
+      "Publish the pool's live status into display_id from a C++ thread, with no GIL.");
+}
+
+}  // namespace interp_rpc::kernel

@@ -1,0 +1,63 @@
+// The pool's live status view, published by the kernel from a C++ thread.
+//
+// While a cell blocks in %parallel_map, the notebook's main thread (and its
+// GIL) is busy; this thread reads the engine's status board and call log
+// (both lock-free for readers, no GIL) and publishes update_display_data a few
+// times a second, parented to the cell that started it. The rendering is the
+// engine's own (core/live_view.hpp), the same one ipykernel users get from a
+// Python thread.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include <pybind11/pybind11.h>
+#include <xeus/xrequest_context.hpp>
+
+#include "core/live_feed.hpp"
+#include "core/live_view.hpp"
+
+namespace interp_rpc::kernel {
+
+struct live_view_options {
+  std::string display_id;
+  std::string target;
+  std::int64_t total = 0;
+  std::int64_t items_at_start = 0;
+  std::int64_t started_ns = 0;
+  double stuck_after_seconds = core::default_stuck_after_seconds;
+  double refresh_seconds = 0.25;
+  std::optional<double> duration_seconds;  // none: until stop()
+};
+
+class live_view {
+ public:
+  live_view(core::live_feed feed, live_view_options options, xeus::xrequest_context parent);
+  live_view(const live_view&) = delete;
+  live_view& operator=(const live_view&) = delete;
+  ~live_view();
+
+  // Stops publishing (idempotent); returns how many updates were published.
+  std::uint64_t stop();
+
+ private:
+  void run(xeus::xrequest_context parent);
+  void publish();
+
+  const core::live_feed m_feed;
+  const live_view_options m_options;
+  std::mutex m_mutex;
+  std::condition_variable m_wake;
+  bool m_stop = false;
+  std::uint64_t m_updates = 0;
+  std::thread m_thread;
+};
+
+// Adds start_live_view() to the kernel's Python module.
+void bind_live_view(pybind11::module_& m);
+
+}  // namespace interp_rpc::kernel

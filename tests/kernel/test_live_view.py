@@ -1,0 +1,59 @@
+"""The pool's live status view in this kernel: published by a C++ thread that
+needs no GIL, parented to the cell that started it."""
+
+from __future__ import annotations
+
+from conftest import Kernel
+
+# Holds the main GIL for about a second in one C call (sum over a range runs
+# without ever reaching the eval loop, where the GIL would be handed over).
+HOLD_THE_GIL = "sum(range(40_000_000))"
+
+LIVE_VIEW_WHILE_HOLDING_THE_GIL = f"""
+from interp_rpc import InterpreterPool
+from interp_rpc.notebook import live
+
+pool = InterpreterPool(workers=1)
+assert live._kernel_publisher() is not None, "not the kernel's C++ publisher"
+view = live.LiveView(pool, target="nothing", refresh=0.05)
+view.start()
+print("holding the GIL", flush=True)
+{HOLD_THE_GIL}
+print("released the GIL", flush=True)
+view.stop()
+pool.close()
+"""
+
+
+def test_the_live_view_updates_while_the_main_thread_holds_the_gil(kernel: Kernel) -> None:
+    result = kernel.execute(LIVE_VIEW_WHILE_HOLDING_THE_GIL, timeout=60)
+    assert result.status == "ok", result.reply
+    kinds = [m["msg_type"] if m["msg_type"] != "stream" else m["content"]["text"].strip()
+             for m in result.outputs]
+    start, end = kinds.index("holding the GIL"), kinds.index("released the GIL")
+    during = kinds[start:end].count("update_display_data")
+    # A Python thread could publish nothing while the GIL is held; the
+    # kernel's C++ thread keeps publishing.
+    assert during >= 3, kinds
+
+
+def test_updates_belong_to_the_cell_that_started_the_view(kernel: Kernel) -> None:
+    code = """
+from interp_rpc import InterpreterPool
+from interp_rpc.notebook import live
+pool = InterpreterPool(workers=1)
+view = live.LiveView(pool, target="t", refresh=0.05, duration=0.6)
+view.start()
+"""
+    first = kernel.send(code)
+    started = kernel.collect(first)
+    assert started.status == "ok"
+    # The view keeps updating after its cell ended, while another cell runs:
+    # its messages must still name the first cell as their parent.
+    second = kernel.collect(kernel.send("import time; time.sleep(1.0)"))
+    assert second.status == "ok"
+    assert not second.of_type("update_display_data")
+    late = [m for m in second.others if m["msg_type"] == "update_display_data"]
+    assert late, "no update arrived while the second cell ran"
+    assert {m["parent_header"]["msg_id"] for m in late} == {first}
+    kernel.execute("pool.close()")
