@@ -66,14 +66,19 @@ class RemoteError(InterpRpcError):
             return self.remote_qualname
         return f"{self.remote_module}.{self.remote_qualname}"
 
-    def _describe(self) -> str:
+    def origin(self, quote_target: bool = True) -> list[str]:
+        """Where it was raised: "worker N", "target ...", "item N", as known."""
         where = []
         if self.worker is not None:
             where.append(f"worker {self.worker}")
         if self.target is not None:
-            where.append(f"target {self.target!r}")
+            where.append(f"target {self.target!r}" if quote_target else f"target {self.target}")
         if self.item_index is not None:
             where.append(f"item {self.item_index}")
+        return where
+
+    def _describe(self) -> str:
+        where = self.origin()
         origin = f" ({', '.join(where)})" if where else ""
         head = self.remote_type
         if self.remote_message:

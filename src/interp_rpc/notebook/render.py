@@ -33,14 +33,7 @@ def _highlight_traceback(text: str) -> str:
 
 
 def remote_error_header(err: RemoteError) -> str:
-    parts = []
-    if err.worker is not None:
-        parts.append(f"worker {err.worker}")
-    if err.target is not None:
-        parts.append(f"target {err.target}")
-    if err.item_index is not None:
-        parts.append(f"item {err.item_index}")
-    return " · ".join(parts)
+    return " · ".join(err.origin(quote_target=False))
 
 
 def remote_error_lines(err: RemoteError) -> list[str]:
