@@ -66,6 +66,12 @@ class RemoteError(InterpRpcError):
             return self.remote_qualname
         return f"{self.remote_module}.{self.remote_qualname}"
 
+    def _repr_html_(self) -> str:
+        """How a notebook displays a caught RemoteError (``err`` in a cell)."""
+        from interp_rpc.notebook.render import remote_error_html
+
+        return remote_error_html(self)
+
     def origin(self, quote_target: bool = True) -> list[str]:
         """Where it was raised: "worker N", "target ...", "item N", as known."""
         where = []
