@@ -511,7 +511,11 @@ bool pool::inject_fault(int index, worker_fault fault) {
   if (index < 0 || index >= workers()) return false;
   {
     std::lock_guard lock(m_shared->mutex);
-    if (m_shared->exited[static_cast<std::size_t>(index)]) return false;
+    // A dying worker is marked dead before its thread ends: refuse it too.
+    if (m_shared->exited[static_cast<std::size_t>(index)] ||
+        m_shared->board.state(index) == worker_state::dead) {
+      return false;
+    }
     m_shared->faults[static_cast<std::size_t>(index)] = fault;
   }
   m_shared->queue.wake_up();
