@@ -89,22 +89,15 @@ void job_queue::close() {
   m_cv.notify_all();
 }
 
-std::vector<call_ptr> job_queue::close_and_drain() {
-  std::vector<call_ptr> drained;
-  {
-    std::lock_guard lock(m_mutex);
-    m_closed = true;
-    drained = take_all_locked();
-  }
-  m_cv.notify_all();
-  return drained;
-}
+std::vector<call_ptr> job_queue::close_and_drain() { return stop_and_drain(m_closed); }
 
-std::vector<call_ptr> job_queue::break_and_drain() {
+std::vector<call_ptr> job_queue::break_and_drain() { return stop_and_drain(m_broken); }
+
+std::vector<call_ptr> job_queue::stop_and_drain(bool& flag) {
   std::vector<call_ptr> drained;
   {
     std::lock_guard lock(m_mutex);
-    m_broken = true;
+    flag = true;
     drained = take_all_locked();
   }
   m_cv.notify_all();

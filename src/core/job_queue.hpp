@@ -53,6 +53,8 @@ class job_queue {
   bool closed() const;
 
  private:
+  // Sets `flag` (m_closed or m_broken) and hands back every queued call.
+  std::vector<call_ptr> stop_and_drain(bool& flag);
   std::vector<call_ptr> take_all_locked();
   void update_size_locked();
 

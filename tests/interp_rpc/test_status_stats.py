@@ -83,6 +83,9 @@ def test_item_index_during_map(pool: InterpreterPool, gates: Gates) -> None:
     mapper.start()
     try:
         gate.wait_started()
+        # The other worker may still be finishing item 4: wait until only the
+        # gated call runs.
+        wait_until(lambda: states(pool).count("busy") == 1, what="one busy worker")
         (busy,) = [w for w in pool.status() if w.state == "busy"]
         assert busy.target == "pooltasks.map_item"
         assert busy.item_index == 3
@@ -101,6 +104,7 @@ def test_item_index_is_the_first_item_of_the_running_chunk(pool: InterpreterPool
     mapper.start()
     try:
         gate.wait_started()
+        wait_until(lambda: states(pool).count("busy") == 1, what="one busy worker")
         (busy,) = [w for w in pool.status() if w.state == "busy"]
         assert busy.item_index == 5
     finally:
