@@ -126,6 +126,18 @@ def check_lab_serves_kernelspecs() -> None:
         raise AssertionError("processes of ./dev lab survived SIGTERM")
 
 
+def check_missing_native_toolchain_is_explained() -> None:
+    # This host has no Python 3.14 toolchain (root mode builds its own), so
+    # forcing native mode must stop with a list of what is missing.
+    proc = subprocess.run([DEV, "env"], capture_output=True, text=True,
+                          env={**os.environ, "INTERP_RPC_MODE": "native"})
+    if proc.returncode == 0:
+        return  # a host that can build natively: nothing to explain
+    assert proc.returncode == 2, proc.returncode
+    assert "INTERP_RPC_MODE=native, but the host lacks:" in proc.stderr, proc.stderr
+    assert "python3 >= 3.14" in proc.stderr or "Python module" in proc.stderr, proc.stderr
+
+
 def check_no_leaked_mounts() -> None:
     leaked = mounts_under(CACHE)
     assert not leaked, f"mounts survived ./dev commands: {leaked}"
@@ -135,6 +147,7 @@ CHECKS: list[Callable[[], None]] = [
     check_exit_code_passthrough,
     check_python_314,
     check_lab_serves_kernelspecs,
+    check_missing_native_toolchain_is_explained,
     check_no_leaked_mounts,
 ]
 
