@@ -56,6 +56,19 @@ def test_interrupt_ends_a_wait_on_a_lock(shared_kernel: Kernel) -> None:
     assert_interrupted(execution, seconds)
 
 
+def test_interrupt_ends_a_wait_on_the_pool_and_the_pool_stays_usable(
+        shared_kernel: Kernel) -> None:
+    setup = shared_kernel.execute("from interp_rpc import InterpreterPool\n"
+                                  "pool = InterpreterPool(workers=2)")
+    assert setup.status == "ok", setup.reply
+    execution, seconds = interrupt_when_started(shared_kernel, "pool.call('time.sleep', 2)")
+    assert_interrupted(execution, seconds)
+    # The interrupt stopped the wait, not the call: the pool goes on serving.
+    after = shared_kernel.execute("print(pool.call('operator.add', 40, 2)); pool.close()")
+    assert after.status == "ok", after.reply
+    assert after.stream() == "42\n"
+
+
 def test_the_cell_after_an_interrupt_runs(shared_kernel: Kernel) -> None:
     interrupt_when_started(shared_kernel, "import time; time.sleep(30)")
     after = shared_kernel.execute("print(6 * 7)")
