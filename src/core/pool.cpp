@@ -12,7 +12,7 @@ namespace interp_rpc::core {
 namespace {
 
 // Reply kinds the engine itself produces. The worker's Python code defines
-// the rest (interp_rpc/_protocol.py); 0 always means success.
+// the rest (interp_rpc/_wire.py); 0 always means success.
 constexpr int reply_ok = 0;
 constexpr int reply_engine_error = 100;  // the bootstrap itself failed
 

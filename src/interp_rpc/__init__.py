@@ -15,6 +15,7 @@ if sys.version_info < (3, 14):  # noqa: UP036 - a clear error on old Pythons
         f"(PEP 734), which this Python ({sys.version.split()[0]}) does not have."
     )
 
+from interp_rpc._engine import build_info
 from interp_rpc._errors import (
     CallTimeoutError,
     InterpRpcError,
@@ -27,7 +28,7 @@ from interp_rpc._errors import (
     WorkerDiedError,
     WorkerInitFailure,
 )
-from interp_rpc._pool import CallRecord, InterpreterPool, PoolStats, WorkerStatus, build_info
+from interp_rpc._pool import CallRecord, InterpreterPool, PoolStats, WorkerStatus
 from interp_rpc._version import __version__
 
 
