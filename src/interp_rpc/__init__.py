@@ -30,6 +30,7 @@ from interp_rpc._errors import (
 )
 from interp_rpc._pool import CallRecord, InterpreterPool, PoolStats, WorkerStatus
 from interp_rpc._version import __version__
+from interp_rpc._wire import borrow
 
 
 def load_ipython_extension(ipython: object) -> None:
@@ -61,6 +62,7 @@ __all__ = [
     "WorkerInitFailure",
     "WorkerStatus",
     "__version__",
+    "borrow",
     "build_info",
     "load_ipython_extension",
     "unload_ipython_extension",

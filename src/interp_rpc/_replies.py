@@ -86,6 +86,14 @@ def argument_error(target: object, args: tuple[Any, ...], kwargs: dict[str, Any]
     for item, item_args, item_kwargs in calls:
         labels = _targets.argument_labels(target, item_args, item_kwargs)
         for position, (label, value) in enumerate(labels):
+            if _wire.is_buffer_argument(value):
+                # Buffers cross their own way (pickle alone refuses memoryviews).
+                problem = _wire.buffer_problem(value)
+                if problem is None:
+                    continue
+                root = ("arguments", [name for name, _ in labels], position)
+                return ShareabilityError(label, type(value).__name__, problem,
+                                         item_index=item, tree=[root])
             culprit = _wire.find_culprit(value, label)
             if culprit is not None:
                 root = ("arguments", [name for name, _ in labels], position)
