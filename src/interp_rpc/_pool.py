@@ -8,12 +8,11 @@ reports) and _engine (the C++ module).
 from __future__ import annotations
 
 import functools
-import math
 import sys
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor, Future
 from typing import Any, Self
 
@@ -29,16 +28,11 @@ from interp_rpc._errors import (
     WorkerInitFailure,
 )
 from interp_rpc._futures import CallFuture
+from interp_rpc._map import MapRun
 from interp_rpc._records import CallRecord, PoolStats, WorkerStatus
 from interp_rpc._validation import check_timeout, check_workers
 
 __all__ = ["CallRecord", "InterpreterPool", "PoolStats", "WorkerStatus"]
-
-# Adaptive chunking of map(): aim for this many chunks per worker, so work
-# stays balanced, without sending more than this many items in one request.
-_CHUNKS_PER_WORKER = 8
-_MAX_CHUNK = 512
-
 
 class InterpreterPool(Executor):
     """A warm pool of subinterpreters, each on its own OS thread with its own GIL.
@@ -121,94 +115,31 @@ class InterpreterPool(Executor):
         assert reply is not None
         return _replies.reply_value(status, kind, reply, worker, target, args, kwargs)
 
-    def map(  # type: ignore[override]  # a list, not a lazy iterator: see docstring
-            self, fn: Callable[..., Any] | str, *iterables: Iterable[Any],
+    def map(self, fn: Callable[..., Any] | str, *iterables: Iterable[Any],
             timeout: float | None = None, chunksize: int | None = None,
-            buffersize: int | None = None) -> list[Any]:
-        """``[fn(item) for item in iterable]`` in parallel, results in order.
+            buffersize: int | None = None) -> Iterator[Any]:
+        """``fn(item)`` for every item, in parallel: an iterator over the
+        results, in order, as ``Executor.map``.
 
         With several iterables, ``fn(*items)`` for each tuple of items, as the
-        builtin ``map``. ``timeout`` is a deadline for the whole map. Items go
-        out in chunks (adaptive unless ``chunksize`` is given); when an item
-        raises, or on timeout or interrupt, chunks not yet started are
-        cancelled. ``buffersize`` caps the number of chunks in flight.
-
-        Unlike ``Executor.map``, which returns a lazy iterator, this returns
-        the list of results once every item is done; iterating it works the
-        same way.
+        builtin ``map``. The work is submitted by the call (all of it, or
+        ``buffersize`` items ahead of the consumer, so infinite iterables
+        work); ``timeout`` runs from the call and is raised by ``__next__``.
+        Items go out in chunks, adaptive unless ``chunksize`` is given. The
+        first failing item raises, in order; that, a timeout, or closing the
+        iterator cancels the chunks that have not started.
         """
-        return self._map(fn, iterables, timeout=timeout, chunksize=chunksize,
-                         buffersize=buffersize)
+        return MapRun(self, fn, iterables, timeout=timeout, chunksize=chunksize,
+                      buffersize=buffersize).results()
 
     def _map(self, fn: Callable[..., Any] | str, iterables: tuple[Iterable[Any], ...], *,
              timeout: float | None = None, chunksize: int | None = None,
-             buffersize: int | None = None,
              on_dispatched: Callable[[], None] | None = None) -> list[Any]:
-        """map(), calling ``on_dispatched`` once the first chunk is queued (the
-        notebook shows its live view only for a map that really started)."""
-        if not iterables:
-            raise TypeError("map() needs at least one iterable")
-        check_timeout("timeout", timeout)
-        for name, value in (("chunksize", chunksize), ("buffersize", buffersize)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                      or value < 1):
-                raise ValueError(f"{name} must be a positive int or None, not {value!r}")
-        deadline = None if timeout is None else time.monotonic() + timeout
-        star = len(iterables) > 1
-        items: list[Any] = list(zip(*iterables, strict=False)) if star else list(iterables[0])
-        if not items:
-            _targets.normalize(fn)
-            return []
-        size = chunksize or max(1, min(_MAX_CHUNK, math.ceil(
-            len(items) / (self._engine.workers * _CHUNKS_PER_WORKER))))
-        mode = "starchunk" if star else "chunk"
-        # Every chunk is encoded before any is sent: an item that cannot cross
-        # fails the map before anything runs.
-        encoded = [(start, len(chunk), self._encode(fn, (chunk,), {}, mode, start))
-                   for start in range(0, len(items), size)
-                   for chunk in (items[start:start + size],)]
-        pending: list[tuple[int, _core.CallHandle]] = []
-        results: list[Any] = []
-        chunks = iter(encoded)
-
-        def send_next() -> bool:
-            chunk = next(chunks, None)
-            if chunk is None:
-                return False
-            start, count, request = chunk
-            pending.append((start, self._submit(request, item_index=start, item_count=count)))
-            return True
-
-        try:
-            while (buffersize is None or len(pending) < buffersize) and send_next():
-                pass
-            if on_dispatched is not None:
-                on_dispatched()
-            while pending:
-                start, handle = pending.pop(0)
-                remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-                if not handle.wait(remaining):
-                    assert timeout is not None
-                    pending.insert(0, (start, handle))
-                    busy = self._busy_worker(handle.id)
-                    raise CallTimeoutError(_targets.describe(fn), timeout, worker=busy[0],
-                                           running_seconds=busy[1], completed=len(results),
-                                           total=len(items))
-                handle.claim()
-                handle.release()
-                values, failed, error = _replies.reply_value(
-                    handle.status, handle.reply_kind, handle.reply, handle.worker, fn, (), {},
-                    chunk_start=start)
-                results.extend(values)
-                if failed >= 0:
-                    raise _replies.remote_error(_wire.loads(error), target=_targets.describe(fn),
-                                        worker=handle.worker, item_index=start + failed)
-                send_next()
-        except BaseException:
-            for _, handle in pending:
-                self._engine.cancel(handle)
-            raise
-        return results
+        """The list of map()'s results, calling ``on_dispatched`` once the
+        first chunk is queued (the notebook shows its live view only for a map
+        that really started)."""
+        return list(MapRun(self, fn, iterables, timeout=timeout, chunksize=chunksize,
+                           buffersize=None, on_dispatched=on_dispatched).results())
 
     def _on_every_worker(self, target: object, args: tuple[Any, ...] = (),
                          kwargs: dict[str, Any] | None = None, timeout: float | None = None

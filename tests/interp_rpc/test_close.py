@@ -23,7 +23,7 @@ def test_calls_after_close_raise_pool_closed_error() -> None:
     with pytest.raises(PoolClosedError):
         pool.submit("pooltasks.add", 1, 2)
     with pytest.raises(PoolClosedError):
-        pool.map("pooltasks.square", [1, 2])
+        list(pool.map("pooltasks.square", [1, 2]))
     assert "closed" in repr(pool)
     assert states(pool) == ["stopped", "stopped"]
     wait_only_main_interpreter()

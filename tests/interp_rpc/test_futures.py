@@ -132,7 +132,7 @@ def test_cancel_of_a_queued_future_means_it_never_runs(
         gate.release()
     assert [f.result(timeout=30) for f in running] == [0, 1]
     # Both workers are free again: anything queued before would have run.
-    assert pool.map("pooltasks.square", range(4), chunksize=1) == [0, 1, 4, 9]
+    assert list(pool.map("pooltasks.square", range(4), chunksize=1)) == [0, 1, 4, 9]
     assert not marker.exists()
     assert "cancelled" in [r.outcome for r in pool.call_records()]
 

@@ -70,7 +70,7 @@ def test_timeout_output_names_the_worker() -> None:
 
 def test_profile_of_a_map_has_a_valid_svg_timeline_and_a_text_fallback() -> None:
     with InterpreterPool(workers=2) as pool:
-        pool.map("builtins.abs", range(-50, 50), chunksize=10)
+        list(pool.map("builtins.abs", range(-50, 50), chunksize=10))
         result = profile.build(pool.call_records(), pool.workers)
     assert result is not None
     assert result.items == 100

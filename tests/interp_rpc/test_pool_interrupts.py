@@ -54,7 +54,7 @@ def test_interrupt_stops_a_blocked_call(main_thread: None, pool: InterpreterPool
     assert [w.target for w in busy] == ["pooltasks.block"]
     gate.release()
     wait_until(lambda: all(w.state == "idle" for w in pool.status()))
-    assert pool.map("pooltasks.square", range(4)) == [0, 1, 4, 9]
+    assert list(pool.map("pooltasks.square", range(4))) == [0, 1, 4, 9]
 
 
 def test_interrupt_stops_a_map_and_cancels_its_queued_chunks(
@@ -65,14 +65,14 @@ def test_interrupt_stops_a_map_and_cancels_its_queued_chunks(
     interrupter = interrupt_when(lambda: all(g.has_started() for g in blockers))
     started = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
-        pool.map("pooltasks.map_item", items, chunksize=1)
+        list(pool.map("pooltasks.map_item", items, chunksize=1))
     assert time.monotonic() - started < 5
     interrupter.join(10)
     gates.release_all()
     wait_until(lambda: len([r for r in pool.call_records()
                             if r.target == "pooltasks.map_item"]) == len(items))
     assert not any(g.has_started() for g in later)
-    assert pool.map("pooltasks.square", range(4)) == [0, 1, 4, 9]
+    assert list(pool.map("pooltasks.square", range(4))) == [0, 1, 4, 9]
 
 
 def test_interrupt_stops_future_result(main_thread: None, pool: InterpreterPool,
