@@ -108,10 +108,13 @@ class _JobFuture(Future[Any]):
     def cancel(self) -> bool:
         if self.done():
             return False
-        task = self._job.task
+        # Detached first: dask settles a task it cancels through the same
+        # callback as a finished one, which must not win the race.
+        task, self._job.task = self._job.task, None
+        cancelled = self._job.settle(error=CancelledError())
         if task is not None:
             task.cancel(reason="interp-rpc-cancel")
-        return self._job.settle(error=CancelledError())
+        return cancelled
 
 
 _open_pools: weakref.WeakSet[ClusterPool] = weakref.WeakSet()
