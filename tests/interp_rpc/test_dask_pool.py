@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import array
 import os
 import threading
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -237,3 +239,10 @@ def test_cancelling_a_queued_call(pool: ClusterPool, tmp_path: Path) -> None:
     finally:
         gate.touch()
     assert sorted(f.result(timeout=CLUSTER_LIMIT) for f in busy) == [0, 1]
+
+
+def test_buffers_keep_their_format_and_content_across_the_network(pool: ClusterPool) -> None:
+    doubles = memoryview(array.array("d", [1.0, 2.0, 3.5]))
+    assert pool.call("buffertasks.total", doubles) == 6.5
+    big = bytes(range(256)) * 1024  # large: out of band in dask's frames
+    assert pool.call("zlib.crc32", big) == zlib.crc32(big)

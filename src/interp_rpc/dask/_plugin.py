@@ -30,7 +30,8 @@ from distributed import WorkerPlugin, get_worker
 
 from interp_rpc import _wire
 from interp_rpc._errors import InterpRpcError, PoolClosedError
-from interp_rpc._pool import EXIT_TIMEOUT, InterpreterPool
+from interp_rpc._exit_policy import EXIT_TIMEOUT
+from interp_rpc._pool import InterpreterPool
 from interp_rpc.dask import _error_mapping
 
 if TYPE_CHECKING:
@@ -112,7 +113,10 @@ class PoolPlugin(WorkerPlugin):
             return "error", self.failure
         self.running[job] = (target_name, time.monotonic())
         try:
-            spec, mode, args, kwargs = _wire.loads(request, buffers)
+            # Dask delivers out-of-band frames as bytes; the request's views
+            # are rebuilt from memoryviews of them.
+            views = [memoryview(buffer) for buffer in buffers]
+            spec, mode, args, kwargs = _wire.loads(request, views)
             target = _local_target(spec)
             if mode == "call":
                 return "ok", pool.call(target, *args, **kwargs)
