@@ -113,10 +113,7 @@ class PoolPlugin(WorkerPlugin):
             return "error", self.failure
         self.running[job] = (target_name, time.monotonic())
         try:
-            # Dask delivers out-of-band frames as bytes; the request's views
-            # are rebuilt from memoryviews of them.
-            views = [memoryview(buffer) for buffer in buffers]
-            spec, mode, args, kwargs = _wire.loads(request, views)
+            spec, mode, args, kwargs = _wire.loads(request, buffers)
             target = _local_target(spec)
             if mode == "call":
                 return "ok", pool.call(target, *args, **kwargs)
@@ -137,6 +134,9 @@ def _local_target(spec: tuple[str | bytes, ...]) -> Callable[..., Any] | str:
     function defined interactively in the caller, rebuilt from its code."""
     if spec[0] == "path":
         return str(spec[1])
+    if spec[0] == "pickled":  # a bound method, sent with its instance
+        assert isinstance(spec[1], bytes)
+        return pickle.loads(spec[1])  # type: ignore[no-any-return]
     _, code, qualname, defaults = spec
     assert isinstance(code, bytes) and isinstance(qualname, str) and isinstance(defaults, bytes)
     main = sys.modules["__main__"]
