@@ -18,6 +18,7 @@ from typing import Any, Self
 
 from interp_rpc import _exit_status, _targets, _wire
 from interp_rpc._errors import (
+    MISSING,
     CallTimeoutError,
     InterpRpcError,
     PoolBrokenError,
@@ -405,8 +406,10 @@ class InterpreterPool(Executor):
                     chunk_start=start)
                 results.extend(values)
                 if failed >= 0:
-                    raise _remote_error(_wire.loads(error), target=_targets.describe(fn),
-                                        worker=handle.worker, item_index=start + failed)
+                    failure = _remote_error(_wire.loads(error), target=_targets.describe(fn),
+                                            worker=handle.worker, item_index=start + failed)
+                    failure.partial_results = [*results, *[MISSING] * (len(items) - len(results))]
+                    raise failure
                 send_next()
         except BaseException:
             for _, handle in pending:
