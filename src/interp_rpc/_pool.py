@@ -645,6 +645,14 @@ class InterpreterPool(Executor):
                                    ) -> ShareabilityError:
         """The worker could not unpickle the arguments: find the value whose
         class (or function) the worker cannot import."""
+        if "advice" in error:  # the worker could not import the caller's script
+            for module in ("__main__", "__mp_main__"):
+                for label, value in _targets.argument_labels(target, args, kwargs):
+                    culprit = _wire.find_culprit(value, label, _wire.refers_to(module, None))
+                    if culprit is not None:
+                        return ShareabilityError(culprit.path, culprit.value_type,
+                                                 error["advice"])
+            return ShareabilityError("an argument", "unknown", error["advice"])
         message = f"{error['type_name']}: {error['message']}"
         missing = _wire.unresolvable_reference(error["message"])
         if missing is not None:
