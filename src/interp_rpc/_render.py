@@ -27,12 +27,10 @@ if TYPE_CHECKING:
         ShareabilityError,
     )
 
-# ANSI colours close to IPython's own traceback theme.
-_RED = "\x1b[31m"
-_BOLD_RED = "\x1b[1;31m"
-_GREEN = "\x1b[32m"
-_CYAN = "\x1b[36m"
-_YELLOW = "\x1b[33m"
+# Error text is bold where it needs emphasis, never coloured: JupyterLab shows
+# an error on a red background, where no ANSI colour passes WCAG AA contrast
+# in both its light and dark themes; the theme's own text colour does.
+_BOLD = "\x1b[1m"
 _RESET = "\x1b[0m"
 
 # Colours of the HTML renderings: JupyterLab's theme variables, chosen so text
@@ -49,17 +47,6 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 # Frames of the machinery between a cell and our code: IPython's magic
 # dispatch and the shells that embed it. Users did not write them.
 _MACHINERY_MODULES = ("IPython.", "ipykernel.", "xeus_python_shell", "interp_rpc")
-
-
-def _highlight_traceback(text: str) -> str:
-    """Colour a traceback's text as IPython colours its own tracebacks."""
-    try:
-        from pygments import highlight
-        from pygments.formatters import TerminalFormatter
-        from pygments.lexers import PythonTracebackLexer
-    except ImportError:  # pragma: no cover - IPython always brings pygments
-        return text
-    return highlight(text, PythonTracebackLexer(), TerminalFormatter()).rstrip("\n")
 
 
 def worker_ranges(indices: Iterable[int]) -> str:
@@ -102,9 +89,8 @@ def local_frames(tb: TracebackType | None) -> list[str]:
             continue
         summary = traceback.FrameSummary(filename, line_number, frame.f_code.co_name)
         cell = _cell_name(filename)
-        where = (f"{_GREEN}{cell}{_RESET}, line {line_number}" if cell
-                 else f'File {_GREEN}"{filename}"{_RESET}, line {line_number}')
-        lines.append(f"  {where}, in {_CYAN}{frame.f_code.co_name}{_RESET}")
+        where = f"{cell}, line {line_number}" if cell else f'File "{filename}", line {line_number}'
+        lines.append(f"  {where}, in {frame.f_code.co_name}")
         if summary.line:
             lines.append(f"    {summary.line.strip()}")
     if lines:
@@ -126,12 +112,11 @@ def remote_error_header(err: RemoteError) -> str:
 def remote_error_body(err: RemoteError, where: str | None = None) -> list[str]:
     """A header naming where it was raised, then the remote traceback."""
     header = remote_error_header(err) if where is None else where
-    lines = [f"{_BOLD_RED}RemoteError{_RESET} in {_GREEN}{header}{_RESET}" if header
-             else f"{_BOLD_RED}RemoteError{_RESET}"]
-    lines.append(f"{_CYAN}The exception below was raised in the worker; it crossed as text, "
-                 f"so isinstance() checks against {err.remote_type_name} do not apply.{_RESET}")
+    lines = [f"{_BOLD}RemoteError{_RESET} in {header}" if header else f"{_BOLD}RemoteError{_RESET}"]
+    lines.append("The exception below was raised in the worker; it crossed as text, "
+                 f"so isinstance() checks against {err.remote_type_name} do not apply.")
     lines.append("")
-    lines += _highlight_traceback(err.remote_traceback.rstrip("\n")).splitlines()
+    lines += err.remote_traceback.rstrip("\n").splitlines()
     return lines
 
 
@@ -155,7 +140,7 @@ def remote_error_html(err: RemoteError) -> str:
 # ------------------------------------------------------------ timeouts
 
 def timeout_lines(err: CallTimeoutError) -> list[str]:
-    body = f"{_BOLD_RED}CallTimeoutError{_RESET}: {_YELLOW}{err}{_RESET}"
+    body = f"{_BOLD}CallTimeoutError{_RESET}: {err}"
     return _after_local_frames(err, [body])
 
 
@@ -164,8 +149,8 @@ def timeout_lines(err: CallTimeoutError) -> list[str]:
 def shareability_lines(err: ShareabilityError) -> list[str]:
     """The message, the tree of the way down to the culprit (once), then the help."""
     message = str(err).split("\n")
-    lines = [f"{_BOLD_RED}ShareabilityError{_RESET}: {message[0]}", ""]
-    lines += [line.replace("◀", f"{_BOLD_RED}◀{_RESET}")
+    lines = [f"{_BOLD}ShareabilityError{_RESET}: {message[0]}", ""]
+    lines += [line.replace("◀", f"{_BOLD}◀{_RESET}")
               for line in shareability_tree_text(err).splitlines()]
     lines.append("")
     lines += message[1:]
@@ -251,13 +236,12 @@ def parallel_cell_lines(err: ParallelCellError) -> list[str]:
     """Each distinct error once, headed by the workers that raised it."""
     from interp_rpc._errors import RemoteError
 
-    lines = [f"{_BOLD_RED}ParallelCellError{_RESET}: {err}"]
+    lines = [f"{_BOLD}ParallelCellError{_RESET}: {err}"]
     for workers, error in group_by_worker(err.errors, key=_error_key):
         lines.append("")
         where = f"{worker_ranges(workers)} · %%parallel"
         if isinstance(error, RemoteError):
             lines += remote_error_body(error, where=where)
         else:
-            lines.append(f"{_BOLD_RED}{type(error).__name__}{_RESET} in {_GREEN}{where}{_RESET}: "
-                         f"{error}")
+            lines.append(f"{_BOLD}{type(error).__name__}{_RESET} in {where}: {error}")
     return _after_local_frames(err, lines)
