@@ -10,6 +10,7 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
+from support import Gates, MakePool, wait_until
 
 from interp_rpc import CallTimeoutError, InterpreterPool, RemoteError, ShareabilityError
 from interp_rpc import _render as render
@@ -237,3 +238,23 @@ def test_the_status_table_colours_its_states_with_theme_variables() -> None:
 
         html = live.LiveView(pool).render()["text/html"]
     assert "color:var(--jp-content-font-color2, #57606a)" in html  # an idle worker
+
+
+def test_progress_counts_this_maps_items_only(make_pool: MakePool, gates: Gates) -> None:
+    """An earlier map that timed out goes on running; its item finishing while
+    the next map waits must not count for the next one ("1/1" with none done)."""
+    from interp_rpc import CallTimeoutError
+    from interp_rpc.notebook import live
+
+    pool = make_pool(workers=1)
+    gate = gates.new()
+    with pytest.raises(CallTimeoutError):
+        pool.map("pooltasks.map_item", [gate.map_item("earlier")], timeout=0.2)
+    records = pool.call_records()
+    since = ((records[-1].seq if records else 0), int(pool._engine.last_call_id) + 1)
+    view = live.LiveView(pool, target="next", total=1, since=since)
+    gate.release()
+    wait_until(lambda: any(r.target == "pooltasks.map_item" for r in pool.call_records()),
+               what="the earlier map's item finishing")
+    assert view.done() == 0
+    assert "0/1 items" in view.render()["text/plain"]

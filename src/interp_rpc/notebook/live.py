@@ -91,7 +91,10 @@ class LiveView:
 
     def __init__(self, pool: InterpreterPool, *, target: str = "", total: int = 0,
                  stuck_after: float = 10.0, refresh: float = REFRESH_SECONDS,
-                 duration: float | None = None) -> None:
+                 duration: float | None = None, since: tuple[int, int] | None = None) -> None:
+        """``since``: (call-log position, first call id) of the map shown, so
+        that progress counts its items only, never those of another call
+        that finishes meanwhile (a timed-out map's chunk, another thread's)."""
         self._pool = pool
         self._target = target
         self._total = total
@@ -99,6 +102,7 @@ class LiveView:
         self._refresh = refresh
         self._duration = duration
         self._display_id = f"interp-rpc-{uuid.uuid4().hex}"
+        self._since = since
         self._items_at_start = int(pool._engine.totals()["items"])
         self._started_ns = monotonic_ns()
         self._stop = threading.Event()
@@ -113,13 +117,24 @@ class LiveView:
     def render(self) -> dict[str, str]:
         # With a widget bar, the HTML leaves its own bar out.
         total = 0 if self._bar is not None else self._total
+        # The engine counts done items as the pool's total minus a baseline:
+        # a baseline that leaves out every other call's items.
+        baseline = (self._items_at_start if self._since is None
+                    else int(self._pool._engine.totals()["items"]) - self.done())
         html_text, text = self._pool._engine.render_live(
-            self._target, total, self._items_at_start, self._started_ns, self._stuck_after)
+            self._target, total, baseline, self._started_ns, self._stuck_after)
         return {"text/html": html_text, "text/plain": text}
 
     def done(self) -> int:
         """Items of this map done so far."""
-        return min(self._total, int(self._pool._engine.totals()["items"]) - self._items_at_start)
+        if self._since is None:
+            done = int(self._pool._engine.totals()["items"]) - self._items_at_start
+        else:
+            after, first_id = self._since
+            done = sum(r.item_count for r in self._pool.call_records(after)
+                       if r.id >= first_id and r.outcome == "replied"
+                       and r.item_index is not None)
+        return min(self._total, done)
 
     def start(self) -> None:
         from IPython.display import display

@@ -308,7 +308,7 @@ class ParallelMagics(Magics):
         pool = self.pool
         first = self._run_starts()
         view = live.LiveView(pool, target=_targets.describe(target), total=len(items),
-                             stuck_after=self.stuck_after)
+                             stuck_after=self.stuck_after, since=first)
         try:
             results = pool._map(target, (items,), timeout=args.timeout,
                                 chunksize=args.chunksize, on_dispatched=view.start)
