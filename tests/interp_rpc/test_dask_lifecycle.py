@@ -21,7 +21,6 @@ pytest.importorskip("distributed")
 from dask_support import CLUSTER_LIMIT, INIT, local_cluster
 from support import wait_until
 
-import interp_rpc
 from interp_rpc import PoolBrokenError, WorkerDiedError
 from interp_rpc.dask import ClusterPool
 
@@ -165,15 +164,6 @@ def test_a_script_that_never_closes_its_pool_exits(tmp_path: Path) -> None:
     assert done.stdout.strip() == "[1.0, 2.0, 3.0]"
 
 
-# Until the pool's workers import the caller's __main__ only when a call needs
-# it (the pool's own fix, merged from main), every subinterpreter of a dask
-# worker runs the script, and its psutil import is refused there.
-_WORKERS_IMPORT_MAIN_EAGERLY = "def _fix_up_main(" in (
-    Path(interp_rpc.__file__).with_name("_worker.py").read_text())
-
-
-@pytest.mark.xfail(_WORKERS_IMPORT_MAIN_EAGERLY, strict=True, raises=AssertionError,
-                   reason="workers still import __main__ at start")
 def test_a_script_importing_psutil_can_use_a_cluster_pool(tmp_path: Path) -> None:
     done = run_script(tmp_path, f"""
         import psutil

@@ -35,7 +35,7 @@ from IPython.core.magic import (
 from IPython.core.magic_arguments import argument, kwds, magic_arguments
 from IPython.display import display
 
-from interp_rpc import _render, _targets
+from interp_rpc import _render, _replies, _targets
 from interp_rpc._errors import (
     MISSING,
     CallTimeoutError,
@@ -45,7 +45,7 @@ from interp_rpc._errors import (
     RemoteError,
     WorkerDiedError,
 )
-from interp_rpc._pool import InterpreterPool, _remote_error
+from interp_rpc._pool import InterpreterPool
 from interp_rpc.notebook import live, options, profile
 
 _RUN_CELL = "_interp_rpc_worker.run_cell"  # defined by _worker.py in every worker
@@ -244,7 +244,7 @@ class ParallelMagics(Magics):
         handle.claim()
         handle.release()
         try:
-            outcome: dict[str, Any] = pool._reply_value(
+            outcome: dict[str, Any] = _replies.reply_value(
                 handle.status, handle.reply_kind, handle.reply, handle.worker, _RUN_CELL, (), {})
         except InterpRpcError as exc:
             return exc
@@ -448,7 +448,7 @@ def _show_outputs(texts: dict[int, str], stream: Any) -> None:
 
 
 def _cell_error(info: dict[str, str], worker: int) -> Exception:
-    return _remote_error(info, target="%%parallel", worker=worker)
+    return _replies.remote_error(info, target="%%parallel", worker=worker)
 
 
 def current_pool() -> InterpreterPool:
