@@ -177,6 +177,11 @@ class MapRun:
         finally:
             self._cancel_pending()
 
+    @property
+    def total(self) -> int | None:
+        """How many items the map has, once its input was read to the end."""
+        return self._total
+
     def _timeout_error(self, handle: _core.CallHandle) -> CallTimeoutError:
         assert self._timeout is not None
         busy_worker, seconds = self._pool._busy_worker(handle.id)

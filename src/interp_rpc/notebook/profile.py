@@ -62,9 +62,14 @@ def _label(r: CallRecord) -> str:
     return f"{r.target} {items}"
 
 
-def gantt_svg(p: Profile, width: int = 720) -> str:
+def gantt_svg(p: Profile, width: int = 720, standalone: bool = False) -> str:
     """One lane per worker; each request a bar from start to finish, its queue
-    wait drawn as a thin line before it."""
+    wait drawn as a thin line before it.
+
+    Text, lanes and wait lines use ``currentColor``, so inline in a page they
+    follow its theme (light or dark). A ``standalone`` image (the
+    ``image/svg+xml`` bundle, shown as an <img> that inherits no colour) gets
+    dark text on its own white background instead."""
     lane, top, left = 26, 24, 70
     height = top + lane * p.workers + 28
     start = min(r.submitted_ns or r.enqueued_ns for r in p.records)
@@ -74,25 +79,30 @@ def gantt_svg(p: Profile, width: int = 720) -> str:
     def x(ns: int) -> float:
         return left + (ns - start) * scale
 
+    colour = ' color="#1f2328"' if standalone else ""
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="interp-rpc-gantt" width="{width}" '
-             f'height="{height}" font-family="sans-serif" font-size="11">',
-             f'<text x="{left}" y="14">timeline of the last run '
-             f'({p.wall_seconds * 1000:.1f} ms, {p.utilization:.0%} utilization)</text>']
+             f'height="{height}" font-family="sans-serif" font-size="11" fill="currentColor"'
+             f'{colour}>']
+    if standalone:
+        parts.append(f'<rect width="{width}" height="{height}" fill="#ffffff"/>')
+    parts.append(f'<text x="{left}" y="14">timeline of the last run '
+                 f'({p.wall_seconds * 1000:.1f} ms, {p.utilization:.0%} utilization)</text>')
     for w in range(p.workers):
         y = top + w * lane
         parts.append(f'<text x="4" y="{y + 16}">worker {w}</text>')
         parts.append(f'<rect x="{left}" y="{y + 2}" width="{width - left - 10}" '
-                     f'height="{lane - 6}" fill="#f6f8fa"/>')
+                     f'height="{lane - 6}" fill="currentColor" fill-opacity="0.07"/>')
     for i, r in enumerate(p.records):
         y = top + r.worker * lane
-        colour = _PALETTE[i % len(_PALETTE)]
+        bar = _PALETTE[i % len(_PALETTE)]
         wait_x, run_x = x(r.enqueued_ns), x(r.started_ns)
         run_w = max(1.0, x(r.finished_ns) - run_x)
         parts.append(f'<line x1="{wait_x:.1f}" x2="{run_x:.1f}" y1="{y + lane / 2:.1f}" '
-                     f'y2="{y + lane / 2:.1f}" stroke="#afb8c1" stroke-width="1"/>')
+                     f'y2="{y + lane / 2:.1f}" stroke="currentColor" stroke-opacity="0.45" '
+                     'stroke-width="1"/>')
         ms = (r.finished_ns - r.started_ns) / 1e6
         parts.append(f'<rect x="{run_x:.1f}" y="{y + 4}" width="{run_w:.1f}" '
-                     f'height="{lane - 10}" fill="{colour}"><title>'
+                     f'height="{lane - 10}" fill="{bar}"><title>'
                      f'{html.escape(_label(r))}: {ms:.2f} ms</title></rect>')
     axis_y = top + p.workers * lane + 14
     parts.append(f'<text x="{left}" y="{axis_y}">0</text>')
@@ -130,4 +140,5 @@ def render(p: Profile) -> dict[str, str]:
     text += "\nslowest requests:\n" + "\n".join(
         f"  {(r.finished_ns - r.started_ns) / 1e6:9.2f} ms  worker {r.worker}  {_label(r)}"
         for r in slow)
-    return {"text/html": html_out, "image/svg+xml": gantt_svg(p), "text/plain": text}
+    return {"text/html": html_out, "image/svg+xml": gantt_svg(p, standalone=True),
+            "text/plain": text}
