@@ -136,7 +136,7 @@ def test_worker_ranges_collapse_runs() -> None:
 
 def test_profile_text_follows_the_theme_inline_and_is_dark_on_white_as_an_image() -> None:
     with InterpreterPool(workers=2) as pool:
-        pool.map("builtins.abs", range(-8, 8), chunksize=4)
+        list(pool.map("builtins.abs", range(-8, 8), chunksize=4))
         result = profile.build(pool.call_records(), pool.workers)
     assert result is not None
     svg_ns = "{http://www.w3.org/2000/svg}"
@@ -249,7 +249,7 @@ def test_progress_counts_this_maps_items_only(make_pool: MakePool, gates: Gates)
     pool = make_pool(workers=1)
     gate = gates.new()
     with pytest.raises(CallTimeoutError):
-        pool.map("pooltasks.map_item", [gate.map_item("earlier")], timeout=0.2)
+        list(pool.map("pooltasks.map_item", [gate.map_item("earlier")], timeout=0.2))
     records = pool.call_records()
     since = ((records[-1].seq if records else 0), int(pool._engine.last_call_id) + 1)
     view = live.LiveView(pool, target="next", total=1, since=since)
