@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import atexit
 import functools
 import math
 import sys
 import threading
 import time
 import warnings
-import weakref
 from collections.abc import Callable, Iterable
 from concurrent.futures import CancelledError, Executor, Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
 
-from interp_rpc import _exit_status, _targets, _wire
+from interp_rpc import _callbacks, _exit_status, _targets, _wire
 from interp_rpc._errors import (
     CallTimeoutError,
     InterpRpcError,
@@ -47,10 +45,6 @@ except ImportError as exc:
     )
 
 _WORKER_SOURCE = Path(__file__).with_name("_worker.py")
-
-#: How long, at interpreter exit, a pool that is still open waits for running
-#: calls before giving up on them (queued calls are cancelled at once).
-EXIT_TIMEOUT = 1.0
 
 # Adaptive chunking of map(): aim for this many chunks per worker, so work
 # stays balanced, without sending more than this many items in one request.
@@ -188,6 +182,16 @@ class _CallFuture(Future[Any]):
         self._wait_and_settle(timeout)
         return super().exception(timeout)
 
+    def _invoke_callbacks(self) -> None:
+        # Future calls this once the outcome is set. The engine's completion
+        # thread settles every future: a callback run there could stall all
+        # of them, or deadlock a close() it calls, so they run elsewhere.
+        invoke = super()._invoke_callbacks  # type: ignore[misc]  # private in typeshed
+        if _core.on_completion_thread():
+            _callbacks.run_soon(invoke)
+        else:
+            invoke()
+
     def cancel(self) -> bool:
         handle = self._handle
         if handle is None or self.done():
@@ -198,49 +202,6 @@ class _CallFuture(Future[Any]):
             super().cancel()
             handle.release()
         return True
-
-
-_live_pools: weakref.WeakSet[InterpreterPool] = weakref.WeakSet()
-
-
-def _close_open_pools_at_exit() -> None:
-    """Stop every open pool before CPython destroys leftover interpreters.
-
-    CPython's finalization ends every subinterpreter still alive, even one a
-    thread is running in, and that thread then crashes the process when its
-    call returns. So at exit: queued calls are cancelled and running calls
-    get EXIT_TIMEOUT seconds; calls still running then get a SystemExit
-    raised in them (pure-Python code stops at once). If a worker is still
-    stuck after that (blocked in C code), the process ends at once with
-    os._exit and the program's own exit code, instead of crashing.
-    """
-    stuck = [pool for pool in list(_live_pools)
-             if pool._stop(wait=False, timeout=EXIT_TIMEOUT, warn=False)]
-    if not stuck:
-        return
-    running = "; ".join(f"worker {w.index} running {w.target!r} for {w.busy_seconds:.1f} s"
-                        for pool in stuck for w in pool.status() if w.state == "busy")
-    warnings.warn(f"interp-rpc: at interpreter exit, call(s) still running after "
-                  f"{EXIT_TIMEOUT:g} s ({running}) are being stopped with SystemExit.",
-                  RuntimeWarning, stacklevel=1)
-    for pool in stuck:
-        busy = [w.index for w in pool.status() if w.state == "busy"]
-        pool._engine.interrupt(busy, EXIT_TIMEOUT)
-    still = [pool for pool in stuck if pool._stop(wait=False, timeout=EXIT_TIMEOUT, warn=False)]
-    names = "; ".join(f"worker {w.index} running {w.target!r} for {w.busy_seconds:.1f} s"
-                      for pool in still for w in pool.status() if w.state == "busy")
-    if not still:
-        return
-    code = _exit_status.program_exit_code()
-    warnings.warn(
-        f"interp-rpc: at interpreter exit, call(s) could not be stopped ({names}): they are "
-        "blocked outside Python code. Ending the process now (exit code "
-        f"{code}) rather than let CPython's finalization crash under them.",
-        RuntimeWarning, stacklevel=1)
-    _exit_status.end_process(code)
-
-
-atexit.register(_close_open_pools_at_exit)
 
 
 class InterpreterPool(Executor):
@@ -269,6 +230,7 @@ class InterpreterPool(Executor):
                 raise ValueError(f"init is not valid Python: {exc}") from exc
         self._lock = threading.Lock()
         self._closed = False
+        _exit_status.watch()  # before the engine exists: it is stopped at exit whatever happens
         setup = {"sys_path": list(sys.path), "main": _targets.main_module_spec(), "init": init}
         self._engine = _core.Engine(workers, _WORKER_SOURCE.read_text(), str(_WORKER_SOURCE),
                                     _wire.dumps(setup))
@@ -282,8 +244,6 @@ class InterpreterPool(Executor):
             self._closed = True
             self._engine.close(cancel_pending=True, timeout=1.0)
             raise PoolInitError(failures, init_timeout=init_timeout)
-        _live_pools.add(self)
-        _exit_status.watch()
 
     @staticmethod
     def _init_failure(report: dict[str, Any]) -> WorkerInitFailure:
@@ -316,11 +276,11 @@ class InterpreterPool(Executor):
         name, request, buffers, submitted, cost = self._encode(target, args, kwargs)
         status, kind, reply, worker, call_id = self._engine.call(
             name, request, buffers, timeout, submitted, cost)
-        if status == _wire.STATUS_TIMED_OUT:
+        if status == _core.STATUS_TIMED_OUT:
             assert timeout is not None
             busy_worker, seconds = self._busy_worker(call_id)
             raise CallTimeoutError(name, timeout, worker=busy_worker, running_seconds=seconds)
-        if status in (_wire.STATUS_CLOSED, _wire.STATUS_BROKEN):
+        if status in (_core.STATUS_CLOSED, _core.STATUS_BROKEN):
             raise self._refusal(status, name)
         assert reply is not None
         return self._reply_value(status, kind, reply, worker, target, args, kwargs)
@@ -476,7 +436,6 @@ class InterpreterPool(Executor):
         stuck = self._engine.close(cancel_pending=not wait if cancel is None else cancel,
                                    timeout=timeout)
         if not stuck:
-            _live_pools.discard(self)  # every worker has exited
             return False
         if warn or at_exit:
             names = "; ".join(f"worker {index} running {target!r} for {seconds:.1f} s"
@@ -574,7 +533,7 @@ class InterpreterPool(Executor):
 
     @staticmethod
     def _refusal(status: str | int, name: str) -> InterpRpcError:
-        if status in ("closed", _wire.STATUS_CLOSED):
+        if status in ("closed", _core.STATUS_CLOSED):
             return PoolClosedError(f"the pool is closed; cannot call {name!r}")
         return PoolBrokenError(f"every worker of the pool has died; cannot call {name!r}")
 
@@ -598,18 +557,18 @@ class InterpreterPool(Executor):
                      args: tuple[Any, ...], kwargs: dict[str, Any],
                      chunk_start: int | None = None) -> Any:
         """The call's return value, or the error it stands for, raised."""
-        if status == _wire.STATUS_REPLIED and kind == _wire.RETURNED:
+        if status == _core.STATUS_REPLIED and kind == _wire.RETURNED:
             try:
                 return _wire.loads(reply)
             except Exception as exc:
                 raise ShareabilityError("return value", "unknown",
                                         f"it could not be loaded here: {exc}") from None
         name = _targets.describe(target)
-        if status == _wire.STATUS_CANCELLED:
+        if status == _core.STATUS_CANCELLED:
             raise CancelledError()
-        if status == _wire.STATUS_WORKER_DIED:
+        if status == _core.STATUS_WORKER_DIED:
             raise WorkerDiedError(name, reply.decode("utf-8", "replace"))
-        if status == _wire.STATUS_POOL_BROKEN:
+        if status == _core.STATUS_POOL_BROKEN:
             raise PoolBrokenError(f"every worker of the pool has died; call to {name!r} "
                                   "never ran")
         if kind == _wire.RETURNED:
