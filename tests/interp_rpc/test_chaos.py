@@ -34,6 +34,7 @@ import sys
 import threading
 import time
 import warnings
+from collections import Counter
 from concurrent.futures import CancelledError, Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,19 +69,28 @@ def rss_bytes() -> int:
 
 @dataclass
 class Report:
-    operations: dict[str, int] = field(default_factory=dict)
-    faults: dict[str, int] = field(default_factory=dict)
-    failures: list[str] = field(default_factory=list)
-    worst_close_seconds: float = 0.0
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    """What happened. The main thread, which receives Ctrl-C at any moment,
+    never takes a lock here (a KeyboardInterrupt raised right after acquiring
+    one would leak it): counters are per thread, lists are appended to."""
 
-    def count(self, table: dict[str, int], name: str) -> None:
-        with self.lock:
-            table[name] = table.get(name, 0) + 1
+    operations: Counter[str] = field(default_factory=Counter)
+    faults: Counter[str] = field(default_factory=Counter)
+    failures: list[str] = field(default_factory=list)
+    close_seconds: list[float] = field(default_factory=list)
+    per_thread: list[Report] = field(default_factory=list)
+
+    def count(self, table: Counter[str], name: str) -> None:
+        table[name] += 1  # each thread counts into its own Report
 
     def fail(self, message: str) -> None:
-        with self.lock:
-            self.failures.append(message)
+        self.failures.append(message)
+
+    def merged(self) -> Report:
+        total = Report(failures=self.failures, close_seconds=self.close_seconds)
+        for part in [self, *self.per_thread]:
+            total.operations.update(part.operations)
+            total.faults.update(part.faults)
+        return total
 
 
 class Chaos:
@@ -94,22 +104,22 @@ class Chaos:
         self.main_waiting = threading.Event()  # the main thread waits on the pool
 
     def new_pool(self) -> InterpreterPool:
-        self.report.count(self.report.operations, "new pool")
         return InterpreterPool(workers=WORKERS, init="import pooltasks")
 
     def current(self) -> InterpreterPool:
         with self.lock:
             return self.pool
 
-    def replace(self, old: InterpreterPool, close: bool) -> None:
+    def replace(self, old: InterpreterPool, close: bool, counts: Report) -> None:
         with self.lock:
             if self.pool is not old:
                 return
             self.pool = self.new_pool()
+        counts.count(counts.operations, "pool created")
         if close:
             self.close(old, None)
         else:
-            self.report.count(self.report.faults, "pool dropped unclosed")
+            counts.count(counts.faults, "pool dropped unclosed")
 
     def close(self, pool: InterpreterPool, timeout: float | None) -> None:
         with self.lock:
@@ -118,22 +128,37 @@ class Chaos:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # a stuck worker is named
             pool.close(timeout=timeout)
-        seconds = time.monotonic() - started
-        with self.report.lock:
-            self.report.worst_close_seconds = max(self.report.worst_close_seconds, seconds)
+        self.report.close_seconds.append(time.monotonic() - started)
         if all(w.state in ("stopped", "dead") for w in pool.status()):
             waiting = [f for f in pending if not f.done()]
             if waiting:
                 self.report.fail(f"{len(waiting)} call(s) still waiting after close() returned")
 
+    def main_step(self, rng: random.Random, counts: Report) -> None:
+        """The main thread only waits on the pool (where Ctrl-C reaches it),
+        and takes no lock: see Report."""
+        pool = self.pool
+        action = rng.choice(["call", "map", "timeout"])
+        counts.count(counts.operations, f"main {action}")
+        self.main_waiting.set()
+        try:
+            if action == "call":
+                pool.call("pooltasks.sleep_then", rng.choice([0, 0.01, 0.05]), 1)
+            elif action == "map":
+                pool.map("pooltasks.square", range(rng.randrange(0, 300)))
+            else:
+                pool.call("time.sleep", 0.1, timeout=0.02)
+        finally:
+            self.main_waiting.clear()
+
     # One random operation on the current pool.
-    def step(self, rng: random.Random, on_main: bool) -> None:
+    def step(self, rng: random.Random, counts: Report) -> None:
         pool = self.current()
         action = rng.choices(
             ["call", "submit", "map", "timeout", "kill", "close", "close twice", "new pool",
              "drop pool", "unpicklable argument", "unpicklable result", "interrupt"],
-            weights=[30, 25, 10, 8, 3, 2, 1, 1, 1, 4, 4, 3 if not on_main else 0])[0]
-        self.report.count(self.report.operations, action)
+            weights=[30, 25, 10, 8, 3, 2, 1, 1, 1, 4, 4, 3])[0]
+        counts.count(counts.operations, action)
         if action == "call":
             value = rng.randrange(1000)
             if pool.call("pooltasks.square", value) != value * value:
@@ -152,25 +177,25 @@ class Chaos:
         elif action == "timeout":
             pool.call("time.sleep", rng.choice([0.02, 0.1]), timeout=rng.choice([0, 0.005, 0.05]))
         elif action == "kill":
-            self.report.count(self.report.faults, "kill_worker")
+            counts.count(counts.faults, "kill_worker")
             with contextlib.suppress(ValueError):  # already dead
                 kill_worker(pool, rng.randrange(WORKERS), during_next_call=rng.random() < 0.5)
             if pool.broken:
-                self.replace(pool, close=rng.random() < 0.5)
+                self.replace(pool, close=rng.random() < 0.5, counts=counts)
         elif action == "close":
             self.close(pool, rng.choice([None, 0.0, 0.05]))
-            self.replace(pool, close=False)
+            self.replace(pool, close=False, counts=counts)
         elif action == "close twice":
-            self.report.count(self.report.faults, "close from two threads")
+            counts.count(counts.faults, "close from two threads")
             other = threading.Thread(target=self.close, args=(pool, None))
             other.start()
             self.close(pool, None)
             other.join()
-            self.replace(pool, close=False)
+            self.replace(pool, close=False, counts=counts)
         elif action == "new pool":
-            self.replace(pool, close=True)
+            self.replace(pool, close=True, counts=counts)
         elif action == "drop pool":
-            self.replace(pool, close=False)
+            self.replace(pool, close=False, counts=counts)
         elif action == "unpicklable argument":
             try:
                 pool.call("pooltasks.identity", threading.Lock())
@@ -185,26 +210,25 @@ class Chaos:
                 pass
         elif action == "interrupt":
             if self.main_waiting.is_set():
-                self.report.count(self.report.faults, "Ctrl-C")
+                counts.count(counts.faults, "Ctrl-C")
                 _thread.interrupt_main()
 
     def actor(self, seed: int, on_main: bool) -> None:
         rng = random.Random(seed)
+        counts = Report()
+        self.report.per_thread.append(counts)
         while time.monotonic() < self.deadline:
             try:
                 if on_main:
-                    self.main_waiting.set()
-                try:
-                    self.step(rng, on_main)
-                finally:
-                    if on_main:
-                        self.main_waiting.clear()
+                    self.main_step(rng, counts)
+                else:
+                    self.step(rng, counts)
             except KeyboardInterrupt:
                 if not on_main:
                     raise
-                self.report.count(self.report.operations, "interrupted")
+                counts.count(counts.operations, "interrupted")
             except EXPECTED as exc:
-                self.report.count(self.report.operations, f"raised {type(exc).__name__}")
+                counts.count(counts.operations, f"raised {type(exc).__name__}")
             except BaseException as exc:
                 self.report.fail(f"{type(exc).__name__}: {exc}")
 
@@ -227,7 +251,7 @@ class Chaos:
         if not_done:
             self.report.fail(f"{len(not_done)} future(s) never settled")
         self.close(self.pool, 60)
-        return self.report
+        return self.report.merged()
 
 
 def soak(seconds: float, seed: int, threads: int, exit_code: int) -> None:
@@ -265,7 +289,7 @@ def soak(seconds: float, seed: int, threads: int, exit_code: int) -> None:
     calls = sum(n for name, n in report.operations.items() if not name.startswith("raised"))
     print(f"chaos: {time.monotonic() - started:.0f} s, seed {seed}, {threads} threads, "
           f"{calls} operations, {sum(report.faults.values())} faults injected, "
-          f"worst close {report.worst_close_seconds:.3f} s, RSS {grown / 2**20:+.1f} MB")
+          f"worst close {max(report.close_seconds, default=0):.3f} s, RSS {grown / 2**20:+.1f} MB")
     print(f"chaos: operations {dict(sorted(report.operations.items()))}")
     print(f"chaos: faults {dict(sorted(report.faults.items()))}", flush=True)
     for failure in report.failures:
