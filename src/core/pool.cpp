@@ -149,6 +149,13 @@ void run_call(PyObject* execute, PyObject* lease_type, call& c, int& kind, std::
   }
   buffers = py_ref();
   if (live->load(std::memory_order_acquire) != 0) {
+    // A view may be held only by garbage awaiting the cycle collector (a
+    // traceback whose frames reference it): collect before concluding that
+    // the target kept it.
+    PyGC_Collect();
+    PyErr_Clear();
+  }
+  if (live->load(std::memory_order_acquire) != 0) {
     c.buffers_retained.store(true, std::memory_order_release);
   }
 }

@@ -1,40 +1,23 @@
-"""Interpreter exit: every engine is stopped, and the process keeps its exit status.
+"""The program's own exit status, for the rare exit that must skip finalization.
 
-CPython's finalization ends every subinterpreter still alive, even one a
-thread is running in, and that thread then crashes the process when its call
-returns. So at exit, every engine the C++ registry still holds (open pools,
-pools that were garbage-collected, pools whose ``init`` failed or timed out)
-is closed: queued calls are cancelled and running calls get EXIT_TIMEOUT
-seconds; calls still running then get a SystemExit raised in them (pure-Python
-code stops at once). If a worker is still stuck after that (blocked in C
-code), the process ends at once with os._exit, instead of crashing.
-
-os._exit needs the exit status the program was ending with, which CPython
-keeps in a C variable. It is read here without touching ``sys.exit``: a
-``sys.monitoring`` tool watches for the exception that unwinds the outermost
-frame of the main thread: that exception (SystemExit from ``sys.exit(n)``, ``raise
-SystemExit(n)`` or ``exit(n)``, KeyboardInterrupt, or any uncaught error) is
-what CPython turns into the exit status.
+When a worker is still stuck in a call at interpreter exit, interp-rpc has to
+end the process with os._exit (see _exit_policy), and CPython keeps the exit
+status it was about to use in a C variable. It is read here without touching
+``sys.exit``: a ``sys.monitoring`` tool watches for the exception that unwinds
+the outermost frame of the main thread. That exception (SystemExit from
+``sys.exit(n)``, ``raise SystemExit(n)`` or ``exit(n)``, KeyboardInterrupt,
+or any uncaught error) is what CPython turns into the exit status.
 """
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import os
 import signal
 import sys
 import threading
-import warnings
 from types import CodeType, FrameType
-from typing import TYPE_CHECKING, Any, NoReturn
-
-if TYPE_CHECKING:
-    from interp_rpc import _core
-
-#: How long, at interpreter exit, an engine that is still open waits for
-#: running calls before giving up on them (queued calls are cancelled at once).
-EXIT_TIMEOUT = 1.0
+from typing import Any, NoReturn
 
 _TOOL_NAME = "interp-rpc exit status"
 _lock = threading.Lock()
@@ -44,14 +27,12 @@ _ending: BaseException | None = None  # what unwound the outermost frame
 
 
 def watch() -> None:
-    """Arrange for the exit routine to run, and start watching how the
-    program ends (idempotent; called before any engine starts)."""
+    """Start watching how the program ends (idempotent)."""
     global _watching
     with _lock:
         if _watching:
             return
         _watching = True
-        atexit.register(close_engines_at_exit)
         _watch_outermost_frame()
 
 
@@ -145,36 +126,3 @@ def end_process(code: int) -> NoReturn:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGINT)
     os._exit(code)
-
-
-def _running(engines: list[_core.Engine]) -> str:
-    return "; ".join(f"worker {w['index']} running {w['target']!r} for {w['busy_seconds']:.1f} s"
-                     for engine in engines for w in engine.status() if w["state"] == "busy")
-
-
-def close_engines_at_exit() -> None:
-    """Stop every engine still registered before CPython destroys leftover
-    interpreters (see the module docstring)."""
-    from interp_rpc import _core
-
-    stuck = [engine for engine in _core.open_engines()
-             if engine.close(cancel_pending=True, timeout=EXIT_TIMEOUT)]
-    if not stuck:
-        return
-    warnings.warn(f"interp-rpc: at interpreter exit, call(s) still running after "
-                  f"{EXIT_TIMEOUT:g} s ({_running(stuck)}) are being stopped with SystemExit.",
-                  RuntimeWarning, stacklevel=1)
-    for engine in stuck:
-        busy = [w["index"] for w in engine.status() if w["state"] in ("busy", "starting")]
-        engine.interrupt(busy, EXIT_TIMEOUT)
-    still = [engine for engine in stuck
-             if engine.close(cancel_pending=True, timeout=EXIT_TIMEOUT)]
-    if not still:
-        return
-    code = program_exit_code()
-    warnings.warn(
-        f"interp-rpc: at interpreter exit, call(s) could not be stopped ({_running(still)}): "
-        "they are blocked outside Python code. Ending the process now (exit code "
-        f"{code}) rather than let CPython's finalization crash under them.",
-        RuntimeWarning, stacklevel=1)
-    end_process(code)
