@@ -138,6 +138,9 @@ class Chaos:
         """The main thread only waits on the pool (where Ctrl-C reaches it),
         and takes no lock: see Report."""
         pool = self.pool
+        if pool.closed or pool.broken:
+            time.sleep(0.005)  # another thread is replacing it: do not spin on refusals
+            return
         action = rng.choice(["call", "map", "timeout"])
         counts.count(counts.operations, f"main {action}")
         self.main_waiting.set()
