@@ -134,6 +134,9 @@ def _local_target(spec: tuple[str | bytes, ...]) -> Callable[..., Any] | str:
     function defined interactively in the caller, rebuilt from its code."""
     if spec[0] == "path":
         return str(spec[1])
+    if spec[0] == "pickled":  # a bound method, sent with its instance
+        assert isinstance(spec[1], bytes)
+        return pickle.loads(spec[1])  # type: ignore[no-any-return]
     _, code, qualname, defaults = spec
     assert isinstance(code, bytes) and isinstance(qualname, str) and isinstance(defaults, bytes)
     main = sys.modules["__main__"]
