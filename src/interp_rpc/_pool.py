@@ -1,7 +1,7 @@
 """InterpreterPool: the executor, the Python face of the C++ engine.
 
 Its parts live beside it: _futures (the Future of a call), _replies (what a
-reply means), _exit_policy (pools still open at exit), _records (what a pool
+reply means), _exit_policy (engines still running at exit), _records (what a pool
 reports) and _engine (the C++ module).
 """
 
@@ -62,6 +62,7 @@ class InterpreterPool(Executor):
                 raise ValueError(f"init is not valid Python: {exc}") from exc
         self._lock = threading.Lock()
         self._closed = False
+        _exit_policy.prepare()  # before the engine exists: it is stopped at exit whatever happens
         setup = {"sys_path": list(sys.path), "main": _targets.main_module_spec(), "init": init}
         self._engine = _core.Engine(workers, WORKER_SOURCE.read_text(), str(WORKER_SOURCE),
                                     _wire.dumps(setup))
@@ -75,7 +76,6 @@ class InterpreterPool(Executor):
             self._closed = True
             self._engine.close(cancel_pending=True, timeout=1.0)
             raise PoolInitError(failures, init_timeout=init_timeout)
-        _exit_policy.register(self)
 
     @staticmethod
     def _init_failure(report: dict[str, Any]) -> WorkerInitFailure:
@@ -108,11 +108,11 @@ class InterpreterPool(Executor):
         name, request, buffers, submitted, cost = self._encode(target, args, kwargs)
         status, kind, reply, worker, call_id = self._engine.call(
             name, request, buffers, timeout, submitted, cost)
-        if status == _wire.STATUS_TIMED_OUT:
+        if status == _core.STATUS_TIMED_OUT:
             assert timeout is not None
             busy_worker, seconds = self._busy_worker(call_id)
             raise CallTimeoutError(name, timeout, worker=busy_worker, running_seconds=seconds)
-        if status in (_wire.STATUS_CLOSED, _wire.STATUS_BROKEN):
+        if status in (_core.STATUS_CLOSED, _core.STATUS_BROKEN):
             raise _replies.refusal(status, name)
         assert reply is not None
         return _replies.reply_value(status, kind, reply, worker, target, args, kwargs)
@@ -214,7 +214,6 @@ class InterpreterPool(Executor):
         stuck = self._engine.close(cancel_pending=not wait if cancel is None else cancel,
                                    timeout=timeout)
         if not stuck:
-            _exit_policy.unregister(self)  # every worker has exited
             return False
         if warn or at_exit:
             names = "; ".join(f"worker {index} running {target!r} for {seconds:.1f} s"
