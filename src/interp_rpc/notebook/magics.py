@@ -3,7 +3,7 @@
     %parallel_pool [-n N] [--init CODE] [--init-timeout S] [--stuck-after S]
     %%parallel [--timeout S]
     %parallel_map TARGET ITEMS [--timeout S] [--chunksize K] [-o NAME]
-    %parallel_status [--watch S]
+    %parallel_status [--watch S | --stop]
     %parallel_profile
 
 Each takes --help. The notebook has one pool, created on first use with one
@@ -185,11 +185,16 @@ class ParallelMagics(Magics):
 
     @magic_arguments()
     @argument("--watch", type=float, default=60.0,
-              help="keep the table updated for this many seconds (default 60; 0: once)")
+              help="keep the table updated for this many seconds (default 60; 0: once); "
+                   "replaces an earlier watch")
+    @argument("--stop", action="store_true", help="stop updating the table of an earlier watch")
     @line_magic
     def parallel_status(self, line: str) -> None:
         """A table of workers (idle, busy, stuck, dead) that updates in place."""
         args = parse_argstring(self.parallel_status, line)
+        if args.stop:
+            live.stop_watch()
+            return
         if args.watch <= 0:
             display(live.LiveView(self.pool, stuck_after=self.stuck_after).render(), raw=True)
             return
