@@ -24,7 +24,7 @@
 //
 // Threads. write() is called with the GIL; the buffer has its own mutex, so
 // the stream's thread never needs Python. Publishing goes through xeus, which
-// is safe from any thread here (see serialized_server).
+// is safe from any thread here (see kernel_server).
 #pragma once
 
 #include <sys/types.h>
