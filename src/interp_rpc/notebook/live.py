@@ -22,7 +22,6 @@ import html
 import os
 import threading
 import uuid
-from collections.abc import Callable
 from time import monotonic_ns
 from typing import Any
 
@@ -217,9 +216,27 @@ class LiveView:
         self._publish(final)
 
 
-def watch(pool: InterpreterPool, *, seconds: float, stuck_after: float) -> Callable[[], None]:
+#: The view that ``%parallel_status --watch`` keeps updating, kept alive here:
+#: in the interp-rpc kernel, dropping it would stop the kernel's C++ view.
+_watched: LiveView | None = None
+
+
+def watch(pool: InterpreterPool, *, seconds: float, stuck_after: float) -> None:
     """Show the status table and keep it updated in the background for
-    ``seconds`` (the cell does not block). Returns a function that stops it."""
+    ``seconds`` (the cell does not block), replacing any earlier watch."""
+    global _watched
+    stop_watch()
     view = LiveView(pool, stuck_after=stuck_after, duration=seconds)
     view.start()
-    return view.stop
+    _watched = view
+
+
+def stop_watch() -> bool:
+    """Stop the watched view, if any (it shows its final state); returns
+    whether one was running."""
+    global _watched
+    view, _watched = _watched, None
+    if view is None:
+        return False
+    view.stop()
+    return True

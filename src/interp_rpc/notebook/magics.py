@@ -3,7 +3,7 @@
     %parallel_pool [-n N] [--init CODE] [--init-timeout S] [--stuck-after S]
     %%parallel [--timeout S] [--targets I,J]        (or %parallel [...] STATEMENT)
     %parallel_map [--timeout S] [--chunksize K] [-o NAME] TARGET ITEMS
-    %parallel_status [--watch S]
+    %parallel_status [--watch S | --stop]
     %parallel_profile
 
 Options come first, as with %timeit; what follows them is Python, taken
@@ -387,9 +387,11 @@ class ParallelMagics(Magics):
 
     @options.plain_help
     @magic_arguments()
-    @kwds(usage="%(prog)s [--watch S]")
+    @kwds(usage="%(prog)s [--watch S | --stop]")
     @argument("--watch", type=float, default=60.0,
-              help="keep the table updated for this many seconds (default 60; 0: once)")
+              help="keep the table updated for this many seconds (default 60; 0: once); "
+                   "replaces an earlier watch")
+    @argument("--stop", action="store_true", help="stop updating the table of an earlier watch")
     @line_magic
     def parallel_status(self, line: str) -> None:
         """A table of workers (idle, busy, stuck, dead) that updates in place."""
@@ -398,6 +400,9 @@ class ParallelMagics(Magics):
             return
         if rest:
             raise UsageError(f"%parallel_status takes only options, not {rest!r}")
+        if args.stop:
+            live.stop_watch()
+            return
         if args.watch < 0:
             raise UsageError(f"--watch must be 0 or more seconds, not {args.watch:g}")
         if args.watch == 0:
