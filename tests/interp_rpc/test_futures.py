@@ -237,7 +237,7 @@ def test_infinite_timeouts_mean_no_timeout(module_pool: InterpreterPool) -> None
     inf = float("inf")
     assert module_pool.call("pooltasks.add", 1, 2, timeout=inf) == 3
     assert module_pool.submit("pooltasks.add", 2, 2).result(timeout=inf) == 4
-    assert module_pool.map("pooltasks.square", range(4), timeout=inf) == [0, 1, 4, 9]
+    assert list(module_pool.map("pooltasks.square", range(4), timeout=inf)) == [0, 1, 4, 9]
     assert module_pool._engine.interrupt([], inf) == []
     with InterpreterPool(workers=1, init_timeout=inf) as pool:
         assert pool.call("math.sqrt", 16.0, timeout=1e300) == 4.0

@@ -84,6 +84,7 @@ def test_the_shareability_tree_is_shown_once(cells: dict[str, Any]) -> None:
 
 def test_a_remote_error_keeps_the_cell_line_that_made_the_call(cells: dict[str, Any]) -> None:
     ename, text = error(cells["remote_call"])
-    assert ename == "RemoteError"
+    # KeyError resolves in the caller: the error is both a RemoteError and a KeyError.
+    assert ename == "RemoteError[KeyError]"
     assert re.search(r"Cell In\[\d+\], line 2", text), text
     assert text.count("KeyError: 'k'") == 1, text
