@@ -29,6 +29,7 @@ from interp_rpc._errors import (
     WorkerDiedError,
     WorkerInitFailure,
 )
+from interp_rpc._profiling import ProfileRecorder, ProfileSession
 
 try:
     from interp_rpc import _core
@@ -269,6 +270,7 @@ class InterpreterPool(Executor):
                 raise ValueError(f"init is not valid Python: {exc}") from exc
         self._lock = threading.Lock()
         self._closed = False
+        self._profiling = ProfileRecorder()
         setup = {"sys_path": list(sys.path), "main": _targets.main_module_spec(), "init": init}
         self._engine = _core.Engine(workers, _WORKER_SOURCE.read_text(), str(_WORKER_SOURCE),
                                     _wire.dumps(setup))
@@ -318,6 +320,7 @@ class InterpreterPool(Executor):
             name, request, buffers, timeout, submitted, cost)
         if status == _wire.STATUS_TIMED_OUT:
             assert timeout is not None
+            self._profiling.gave_up(call_id)
             busy_worker, seconds = self._busy_worker(call_id)
             raise CallTimeoutError(name, timeout, worker=busy_worker, running_seconds=seconds)
         if status in (_wire.STATUS_CLOSED, _wire.STATUS_BROKEN):
@@ -365,7 +368,7 @@ class InterpreterPool(Executor):
             return []
         size = chunksize or max(1, min(_MAX_CHUNK, math.ceil(
             len(items) / (self._engine.workers * _CHUNKS_PER_WORKER))))
-        mode = "starchunk" if star else "chunk"
+        mode = self._profiling.chunk_mode("starchunk" if star else "chunk")
         # Every chunk is encoded before any is sent: an item that cannot cross
         # fails the map before anything runs.
         encoded = [(start, len(chunk), self._encode(fn, (chunk,), {}, mode, start))
@@ -394,15 +397,18 @@ class InterpreterPool(Executor):
                 if not handle.wait(remaining):
                     assert timeout is not None
                     pending.insert(0, (start, handle))
+                    self._profiling.gave_up(handle.id)
                     busy = self._busy_worker(handle.id)
                     raise CallTimeoutError(_targets.describe(fn), timeout, worker=busy[0],
                                            running_seconds=busy[1], completed=len(results),
                                            total=len(items))
                 handle.claim()
                 handle.release()
-                values, failed, error = self._reply_value(
+                values, failed, error, *marks = self._reply_value(
                     handle.status, handle.reply_kind, handle.reply, handle.worker, fn, (), {},
                     chunk_start=start)
+                if marks:  # the chunk was profiled
+                    self._profiling.item_marks(handle.id, marks[0], failed)
                 results.extend(values)
                 if failed >= 0:
                     raise _remote_error(_wire.loads(error), target=_targets.describe(fn),
@@ -525,6 +531,21 @@ class InterpreterPool(Executor):
                          deserialize_seconds=t["deserialize_ns"] / 1e9,
                          result_serialize_seconds=t["result_serialize_ns"] / 1e9)
 
+    def profile(self, functions: bool = False) -> ProfileSession:
+        """Profile what the pool runs in a ``with`` block::
+
+            with pool.profile(functions=True) as prof:
+                pool.map(f, items)
+            prof.stats.sort_stats("cumtime").print_stats(10)
+
+        ``prof`` is a Profile: one record per map item or call (``.records``),
+        a summary, ``export(path)`` (Chrome trace JSON or pstats) and, in a
+        notebook, a timeline. Map items are timed one by one (short ones in
+        groups). With ``functions=True`` every worker runs its calls under
+        cProfile and ``prof.stats`` merges their stats.
+        """
+        return ProfileSession(self, self._profiling, functions)
+
     def call_records(self, after: int = 0) -> list[CallRecord]:
         """Finished requests, in the order they finished, oldest first.
 
@@ -582,7 +603,7 @@ class InterpreterPool(Executor):
                         mode: str, item_index: int) -> ShareabilityError:
         calls: list[tuple[int | None, tuple[Any, ...], dict[str, Any]]]
         calls = [(None, args, kwargs)] if mode == "call" else [
-            (item_index + offset, tuple(item) if mode == "starchunk" else (item,), {})
+            (item_index + offset, tuple(item) if mode.startswith("starchunk") else (item,), {})
             for offset, item in enumerate(args[0])]
         for item, item_args, item_kwargs in calls:
             labels = _targets.argument_labels(target, item_args, item_kwargs)
