@@ -8,7 +8,7 @@ not hold the pool, so it can be kept, pickled and built from saved records.
 from __future__ import annotations
 
 import pstats
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -87,7 +87,7 @@ class _StatsData:
         pass
 
 
-@dataclass
+@dataclass(eq=False)
 class Profile:
     """What ran on the pool while ``pool.profile()`` was on.
 
@@ -99,7 +99,7 @@ class Profile:
     workers: int
     start_ns: int = 0
     end_ns: int = 0
-    records: Sequence[ItemRecord] = ()
+    item_records: Sequence[ItemRecord] = ()
     functions: bool = False
     #: Per worker: pstats' dict of its function stats (functions=True).
     worker_stats: dict[int, dict[Any, Any]] = field(default_factory=dict)
@@ -109,6 +109,17 @@ class Profile:
     function_overhead_ns: int = 0  # estimated: cProfile in workers
     notes: list[str] = field(default_factory=list)
     recording: bool = False
+    #: Builds item_records when they are first read (a session's exit stays
+    #: cheap: 20,000 records take tens of milliseconds to build).
+    pending: Callable[[], list[ItemRecord]] | None = None
+
+    @property
+    def records(self) -> Sequence[ItemRecord]:
+        """One record per map item or call, in start order."""
+        self._check_done()
+        if self.pending is not None:
+            self.item_records, self.pending = self.pending(), None
+        return self.item_records
 
     # ----------------------------------------------------------------- data
 

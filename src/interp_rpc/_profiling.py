@@ -119,27 +119,30 @@ class ProfileSession:
         logged = self._pool._engine.records(self._log_position)
         if logged and logged[0]["seq"] > self._log_position + 1:
             profile.lost_records = logged[0]["seq"] - self._log_position - 1
-        records: list[model.ItemRecord] = []
-        marks_read = 0
-        for r in logged:
-            if not self._first_id <= r["id"] <= last_id:
-                continue
-            marks = self.marks.get(r["id"])
-            marks_read += len(marks[0]) // 2 if marks else 0
-            records += _items_of(r, marks, r["id"] in self.timed_out)
-        records += [_running(w.call_id, w.index, w.target or "?", w.item_index,
-                             end_ns - int(w.busy_seconds * 1e9), end_ns)
-                    for w in running if w.call_id is not None]
-        records.sort(key=lambda r: (r.started_ns or r.enqueued_ns, r.worker))
-        profile.records = records
-        profile.item_timing_overhead_ns = int(marks_read * clock_read_ns())
+        mine = [r for r in logged if self._first_id <= r["id"] <= last_id]
+        marks, timed_out = self.marks, self.timed_out
+        running_now = [_running(w.call_id, w.index, w.target or "?", w.item_index,
+                                end_ns - int(w.busy_seconds * 1e9), end_ns)
+                       for w in running if w.call_id is not None]
+
+        def build() -> list[model.ItemRecord]:
+            records = [item for r in mine
+                       for item in _items_of(r, marks.get(r["id"]), r["id"] in timed_out)]
+            records += running_now
+            records.sort(key=lambda r: (r.started_ns or r.enqueued_ns, r.worker))
+            return records
+
+        profile.pending = build
+        groups = sum(len(marks[r["id"]][0]) // 2 for r in mine if r["id"] in marks)
+        profile.item_timing_overhead_ns = int(groups * clock_read_ns())
         # The timeline spans the work: from the first request's pickling to
         # the last item's end (the whole session when nothing ran).
-        ran = [r for r in records if r.ran]
+        ran = [r["timing"] for r in mine if r["timing"]["started_ns"] > 0]
+        ran += [{"submitted_ns": r.started_ns, "finished_ns": r.finished_ns}
+                for r in running_now]
         if ran:
-            profile.start_ns = min((r.enqueued_ns - r.serialize_ns) if r.enqueued_ns
-                                   else r.started_ns for r in ran)
-            profile.end_ns = max(r.finished_ns for r in ran)
+            profile.start_ns = min(t["submitted_ns"] or t["started_ns"] for t in ran)
+            profile.end_ns = max(t["finished_ns"] for t in ran)
         else:
             profile.end_ns = end_ns
         profile.recording = False

@@ -131,7 +131,7 @@ def _synthetic(items: int, workers: int = 2) -> model.Profile:
         deserialize_ns=5, result_serialize_ns=5, request_started_ns=1_000)
         for i in range(items)]
     return model.Profile(workers=workers, start_ns=0, end_ns=records[-1].finished_ns,
-                         records=records)
+                         item_records=records)
 
 
 def _bars(svg: str) -> list[ElementTree.Element]:
