@@ -5,19 +5,82 @@ runs even when an earlier one failed, so one run shows every failure; the exit
 code is non-zero if any step failed, and a step that ran no test counts as a
 failure (pytest's exit code 5, ctest's ``--no-tests=error``).
 
-``--sanitize`` runs only the C++ engine tests, from the ASan+UBSan build.
-Any other arguments go to pytest.
+Options (anything else goes to pytest):
+
+``--sanitize[=address|thread]``
+    only the C++ tests, from the sanitizer build that ./dev made for it.
+``--repeat N``
+    only pytest, N times in a row, stopping at the first failing run: the way
+    to show that a test is not flaky.
+``--load``
+    run the steps next to a CPU hog, one busy process per usable core, as on a
+    busy machine or a shared CI runner.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 PYTEST_NO_TESTS_COLLECTED = 5
 LINTED = ("src", "tests", "bench")
+BUSY_LOOP = "while True: pass"
+
+
+@dataclass
+class Options:
+    sanitize: str | None = None
+    repeat: int = 1
+    load: bool = False
+    pytest_args: list[str] = field(default_factory=list)
+
+
+class UsageError(Exception):
+    pass
+
+
+def parse(args: list[str]) -> Options:
+    options = Options()
+    rest = iter(args)
+    for arg in rest:
+        if arg == "--sanitize" or arg.startswith("--sanitize="):
+            kind = arg.partition("=")[2] or "address"
+            if kind not in ("address", "thread"):
+                raise UsageError(f"--sanitize takes address or thread, not {kind!r}")
+            options.sanitize = kind
+        elif arg == "--repeat" or arg.startswith("--repeat="):
+            value = arg.partition("=")[2] if "=" in arg else next(rest, "")
+            if not value.isdigit() or int(value) < 1:
+                raise UsageError(f"--repeat takes a number of runs (1 or more), not {value!r}")
+            options.repeat = int(value)
+        elif arg == "--load":
+            options.load = True
+        else:
+            options.pytest_args.append(arg)
+    return options
+
+
+@contextlib.contextmanager
+def cpu_hog(enabled: bool) -> Iterator[None]:
+    """One busy process per core this process may run on, for the duration."""
+    if not enabled:
+        yield
+        return
+    cores = os.process_cpu_count() or 1
+    hogs = [subprocess.Popen([sys.executable, "-c", BUSY_LOOP]) for _ in range(cores)]
+    print(f"=== load: {cores} busy process(es) running next to the tests", flush=True)
+    try:
+        yield
+    finally:
+        for hog in hogs:
+            hog.send_signal(signal.SIGKILL)
+            hog.wait()
 
 
 def run_step(name: str, argv: list[str]) -> bool:
@@ -25,11 +88,26 @@ def run_step(name: str, argv: list[str]) -> bool:
     started = time.monotonic()
     code = subprocess.call(argv)
     seconds = time.monotonic() - started
-    if name == "pytest" and code == PYTEST_NO_TESTS_COLLECTED:
+    if name.startswith("pytest") and code == PYTEST_NO_TESTS_COLLECTED:
         print("=== pytest collected no tests: that is a failure", flush=True)
     verdict = "ok" if code == 0 else f"FAILED (exit {code})"
     print(f"=== {name}: {verdict} in {seconds:.1f} s", flush=True)
     return code == 0
+
+
+def steps_of(options: Options, build_dir: str) -> list[tuple[str, list[str]]]:
+    ctest = ["ctest", "--test-dir", build_dir, "--output-on-failure", "--no-tests=error"]
+    pytest = [sys.executable, "-m", "pytest", *options.pytest_args]
+    if options.sanitize:
+        return [(f"C++ tests under {options.sanitize} sanitizer", ctest)]
+    if options.repeat > 1:
+        return [(f"pytest run {n}/{options.repeat}", pytest) for n in range(1, options.repeat + 1)]
+    return [
+        ("C++ tests", ctest),
+        ("pytest", pytest),
+        ("mypy --strict", [sys.executable, "-m", "mypy"]),
+        ("ruff", ["ruff", "check", *[d for d in LINTED if os.path.isdir(d)]]),
+    ]
 
 
 def main(args: list[str]) -> int:
@@ -37,23 +115,31 @@ def main(args: list[str]) -> int:
     if not build_dir:
         print("run_all.py runs inside ./dev: use './dev test'", file=sys.stderr)
         return 2
-    sanitize = "--sanitize" in args
-    pytest_args = [a for a in args if a != "--sanitize"]
-
-    ctest = ["ctest", "--test-dir", build_dir, "--output-on-failure", "--no-tests=error"]
-    steps: list[tuple[str, list[str]]] = [("C++ tests", ctest)]
-    if not sanitize:
-        steps += [
-            ("pytest", [sys.executable, "-m", "pytest", *pytest_args]),
-            ("mypy --strict", [sys.executable, "-m", "mypy"]),
-            ("ruff", ["ruff", "check", *[d for d in LINTED if os.path.isdir(d)]]),
-        ]
-    results = [(name, run_step(name, argv)) for name, argv in steps]
+    try:
+        options = parse(args)
+    except UsageError as exc:
+        print(f"./dev test: {exc}", file=sys.stderr)
+        return 2
+    results: list[tuple[str, bool]] = []
+    with cpu_hog(options.load):
+        for name, argv in steps_of(options, build_dir):
+            ok = run_step(name, argv)
+            results.append((name, ok))
+            if not ok and options.repeat > 1:
+                print(f"=== stopped at the first failing run ({name})", flush=True)
+                break
 
     print("\n=== summary")
-    for name, ok in results:
-        print(f"  {'ok    ' if ok else 'FAILED'}  {name}")
-    return 0 if all(ok for _, ok in results) else 1
+    if options.repeat > 1:
+        passed = sum(ok for _, ok in results)
+        if passed == options.repeat:
+            print(f"  ok      pytest, {options.repeat} runs in a row")
+        else:
+            print(f"  FAILED  pytest run {passed + 1} of {options.repeat}, after {passed} passing")
+    else:
+        for name, ok in results:
+            print(f"  {'ok    ' if ok else 'FAILED'}  {name}")
+    return 0 if all(ok for _, ok in results) and results else 1
 
 
 if __name__ == "__main__":

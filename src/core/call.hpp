@@ -88,7 +88,7 @@ class call {
   bool claimed() const noexcept { return m_claimed.load(std::memory_order_acquire); }
 
   // A caller is blocked in wait_for() and will settle the call itself; the
-  // completion thread then leaves it alone (see pool::completion_loop).
+  // completion thread then leaves it alone (see pool::completion_main).
   std::atomic<bool> direct_waiter{false};
 
   // A main-interpreter object the completion thread must call back once the

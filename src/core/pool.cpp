@@ -12,7 +12,7 @@ namespace interp_rpc::core {
 namespace {
 
 // Reply kinds the engine itself produces. The worker's Python code defines
-// the rest (interp_rpc/_protocol.py); 0 always means success.
+// the rest (interp_rpc/_wire.py); 0 always means success.
 constexpr int reply_ok = 0;
 constexpr int reply_engine_error = 100;  // the bootstrap itself failed
 
@@ -140,6 +140,13 @@ void run_call(PyObject* execute, PyObject* lease_type, call& c, int& kind, std::
   }
   PyErr_Clear();
   buffers = py_ref();
+  if (live->load(std::memory_order_acquire) != 0) {
+    // A view may be held only by garbage awaiting the cycle collector (a
+    // traceback whose frames reference it): collect before concluding that
+    // the target kept it.
+    PyGC_Collect();
+    PyErr_Clear();
+  }
   if (live->load(std::memory_order_acquire) != 0) {
     c.buffers_retained.store(true, std::memory_order_release);
   }

@@ -15,6 +15,7 @@ if sys.version_info < (3, 14):  # noqa: UP036 - a clear error on old Pythons
         f"(PEP 734), which this Python ({sys.version.split()[0]}) does not have."
     )
 
+from interp_rpc._engine import build_info
 from interp_rpc._errors import (
     CallTimeoutError,
     InterpRpcError,
@@ -27,8 +28,9 @@ from interp_rpc._errors import (
     WorkerDiedError,
     WorkerInitFailure,
 )
-from interp_rpc._pool import CallRecord, InterpreterPool, PoolStats, WorkerStatus, build_info
+from interp_rpc._pool import CallRecord, InterpreterPool, PoolStats, WorkerStatus
 from interp_rpc._version import __version__
+from interp_rpc._wire import borrow
 
 
 def load_ipython_extension(ipython: object) -> None:
@@ -60,6 +62,7 @@ __all__ = [
     "WorkerInitFailure",
     "WorkerStatus",
     "__version__",
+    "borrow",
     "build_info",
     "load_ipython_extension",
     "unload_ipython_extension",

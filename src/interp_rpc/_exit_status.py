@@ -1,7 +1,7 @@
 """The program's own exit code, for the rare exit that must skip finalization.
 
 When a worker is still stuck in a call at interpreter exit, interp-rpc has to
-end the process with os._exit (see _pool._close_open_pools_at_exit), and
+end the process with os._exit (see _exit_policy._close_open_pools_at_exit), and
 CPython keeps the exit code it was about to use in a C variable. So the
 status passed to sys.exit() is recorded on the way through (the wrapper then
 calls the real sys.exit: behaviour is unchanged), and an uncaught exception

@@ -1,247 +1,44 @@
-"""InterpreterPool: the Python face of the C++ engine."""
+"""InterpreterPool: the executor, the Python face of the C++ engine.
+
+Its parts live beside it: _futures (the Future of a call), _replies (what a
+reply means), _exit_policy (pools still open at exit), _records (what a pool
+reports) and _engine (the C++ module).
+"""
 
 from __future__ import annotations
 
-import atexit
 import functools
 import math
 import sys
 import threading
 import time
 import warnings
-import weakref
 from collections.abc import Callable, Iterable
-from concurrent.futures import CancelledError, Executor, Future
-from dataclasses import dataclass
-from pathlib import Path
+from concurrent.futures import Executor, Future
 from typing import Any, Self
 
-from interp_rpc import _exit_status, _targets, _wire
+from interp_rpc import _exit_policy, _replies, _targets, _wire
+from interp_rpc._engine import WORKER_SOURCE, _core, require_engine
 from interp_rpc._errors import (
     CallTimeoutError,
     InterpRpcError,
     PoolBrokenError,
     PoolClosedError,
     PoolInitError,
-    RemoteError,
-    ShareabilityError,
-    TargetResolutionError,
     WorkerDiedError,
     WorkerInitFailure,
 )
+from interp_rpc._futures import CallFuture
 from interp_rpc._profiling import ProfileRecorder, ProfileSession
+from interp_rpc._records import CallRecord, PoolStats, WorkerStatus
+from interp_rpc._validation import check_timeout
 
-try:
-    from interp_rpc import _core
-
-    _ENGINE_UNAVAILABLE: str | None = None
-except ImportError as exc:
-    # In a worker (a script's __main__ imported there, or init= code), the
-    # package imports but its engine does not: it runs in the main
-    # interpreter only. Anything else is a broken installation.
-    if "does not support loading in subinterpreters" not in str(exc):
-        raise
-    _ENGINE_UNAVAILABLE = (
-        "InterpreterPool can only be created in the main interpreter, not inside a worker "
-        "(if a script creates a pool at module level, put that code under "
-        "'if __name__ == \"__main__\":', since workers import the script's module)"
-    )
-
-_WORKER_SOURCE = Path(__file__).with_name("_worker.py")
-
-#: How long, at interpreter exit, a pool that is still open waits for running
-#: calls before giving up on them (queued calls are cancelled at once).
-EXIT_TIMEOUT = 1.0
+__all__ = ["CallRecord", "InterpreterPool", "PoolStats", "WorkerStatus"]
 
 # Adaptive chunking of map(): aim for this many chunks per worker, so work
 # stays balanced, without sending more than this many items in one request.
 _CHUNKS_PER_WORKER = 8
 _MAX_CHUNK = 512
-
-
-@dataclass(frozen=True)
-class WorkerStatus:
-    """One worker, as the engine's status board saw it (read without any GIL)."""
-
-    index: int
-    state: str  # "starting", "idle", "busy", "dead" or "stopped"
-    target: str | None  # the running call's target
-    item_index: int | None  # the running map item (first of its chunk)
-    busy_seconds: float  # how long the running call has taken so far
-    calls_done: int
-    busy_seconds_total: float
-    detail: str | None  # why a dead worker died
-    call_id: int | None = None  # the running call's id (CallRecord.id once it finished)
-
-
-@dataclass(frozen=True)
-class CallRecord:
-    """One finished request (a call, or a chunk of a map), for profiling.
-
-    Times are ``time.monotonic_ns()`` values; costs are in nanoseconds.
-    ``seq`` is the record's position in the log (the order calls finished);
-    ``id`` the call's, in the order calls were submitted.
-    """
-
-    seq: int
-    id: int
-    worker: int
-    target: str
-    item_index: int | None
-    item_count: int
-    outcome: str
-    submitted_ns: int
-    enqueued_ns: int
-    started_ns: int
-    finished_ns: int
-    serialize_ns: int
-    deserialize_ns: int
-    result_serialize_ns: int
-
-
-@dataclass(frozen=True)
-class PoolStats:
-    """Totals since the pool started."""
-
-    calls: int  # requests finished (a map chunk is one request)
-    items: int  # items in them
-    replied: int
-    failed: int  # died, cancelled or broken
-    queue_wait_seconds: float
-    run_seconds: float
-    serialize_seconds: float
-    deserialize_seconds: float
-    result_serialize_seconds: float
-
-
-def _check_timeout(name: str, value: float | None) -> None:
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{name} must be a number of seconds or None, not {type(value).__name__}")
-    if math.isnan(value) or value < 0:
-        raise ValueError(f"{name} must be a non-negative number of seconds, not {value!r}")
-
-
-class _CallFuture(Future[Any]):
-    """A Future for a submitted call.
-
-    ``result()`` waits on the engine directly, with the GIL released; the
-    engine's completion thread settles the future for callbacks, waiters in
-    ``concurrent.futures.wait`` and asyncio.
-    """
-
-    def __init__(self, pool: InterpreterPool, target: object, args: tuple[Any, ...],
-                 kwargs: dict[str, Any]) -> None:
-        super().__init__()
-        self._pool = pool
-        self._target = target
-        self._args = args
-        self._kwargs = kwargs
-        self._handle: _core.CallHandle | None = None
-        # The engine can finish the call, and its completion thread call
-        # _settle(), before submit() has attached the handle: _settle() then
-        # leaves the work to _attach().
-        self._attach_lock = threading.Lock()
-        self._settle_deferred = False
-
-    def _attach(self, handle: _core.CallHandle) -> None:
-        with self._attach_lock:
-            self._handle = handle
-            deferred = self._settle_deferred
-        if deferred:
-            self._settle()
-
-    def _settle(self) -> None:
-        """Turn the reply into the future's outcome; the caller has claimed it."""
-        with self._attach_lock:
-            handle = self._handle
-            if handle is None:
-                self._settle_deferred = True
-                return
-        try:
-            value = self._pool._reply_value(handle.status, handle.reply_kind, handle.reply,
-                                            handle.worker, self._target, self._args, self._kwargs)
-        except CancelledError:
-            super().cancel()
-        except BaseException as exc:
-            self.set_exception(exc)
-        else:
-            self.set_result(value)
-        finally:
-            self._args, self._kwargs = (), {}
-
-    def _wait_and_settle(self, timeout: float | None) -> None:
-        handle = self._handle
-        if handle is None or self.done():
-            return
-        if not handle.wait(timeout):
-            raise TimeoutError()
-        if handle.claim():
-            self._settle()
-            handle.release()
-
-    def result(self, timeout: float | None = None) -> Any:
-        self._wait_and_settle(timeout)
-        return super().result(timeout)
-
-    def exception(self, timeout: float | None = None) -> BaseException | None:
-        self._wait_and_settle(timeout)
-        return super().exception(timeout)
-
-    def cancel(self) -> bool:
-        handle = self._handle
-        if handle is None or self.done():
-            return super().cancel()
-        if not self._pool._engine.cancel(handle):
-            return False  # already running: a call cannot be stopped
-        if handle.claim():
-            super().cancel()
-            handle.release()
-        return True
-
-
-_live_pools: weakref.WeakSet[InterpreterPool] = weakref.WeakSet()
-
-
-def _close_open_pools_at_exit() -> None:
-    """Stop every open pool before CPython destroys leftover interpreters.
-
-    CPython's finalization ends every subinterpreter still alive, even one a
-    thread is running in, and that thread then crashes the process when its
-    call returns. So at exit: queued calls are cancelled and running calls
-    get EXIT_TIMEOUT seconds; calls still running then get a SystemExit
-    raised in them (pure-Python code stops at once). If a worker is still
-    stuck after that (blocked in C code), the process ends at once with
-    os._exit and the program's own exit code, instead of crashing.
-    """
-    stuck = [pool for pool in list(_live_pools)
-             if pool._stop(wait=False, timeout=EXIT_TIMEOUT, warn=False)]
-    if not stuck:
-        return
-    running = "; ".join(f"worker {w.index} running {w.target!r} for {w.busy_seconds:.1f} s"
-                        for pool in stuck for w in pool.status() if w.state == "busy")
-    warnings.warn(f"interp-rpc: at interpreter exit, call(s) still running after "
-                  f"{EXIT_TIMEOUT:g} s ({running}) are being stopped with SystemExit.",
-                  RuntimeWarning, stacklevel=1)
-    for pool in stuck:
-        busy = [w.index for w in pool.status() if w.state == "busy"]
-        pool._engine.interrupt(busy, EXIT_TIMEOUT)
-    still = [pool for pool in stuck if pool._stop(wait=False, timeout=EXIT_TIMEOUT, warn=False)]
-    names = "; ".join(f"worker {w.index} running {w.target!r} for {w.busy_seconds:.1f} s"
-                      for pool in still for w in pool.status() if w.state == "busy")
-    if not still:
-        return
-    code = _exit_status.program_exit_code()
-    warnings.warn(
-        f"interp-rpc: at interpreter exit, call(s) could not be stopped ({names}): they are "
-        "blocked outside Python code. Ending the process now (exit code "
-        f"{code}) rather than let CPython's finalization crash under them.",
-        RuntimeWarning, stacklevel=1)
-    _exit_status.end_process(code)
-
-
-atexit.register(_close_open_pools_at_exit)
 
 
 class InterpreterPool(Executor):
@@ -260,9 +57,8 @@ class InterpreterPool(Executor):
             raise ValueError(f"workers must be at least 1, not {workers}")
         if init is not None and not isinstance(init, str):
             raise TypeError(f"init must be source code (a str) or None, not {type(init).__name__}")
-        _check_timeout("init_timeout", init_timeout)
-        if _ENGINE_UNAVAILABLE is not None:
-            raise InterpRpcError(_ENGINE_UNAVAILABLE)
+        check_timeout("init_timeout", init_timeout)
+        require_engine()
         if init is not None:
             try:
                 compile(init, "<init>", "exec")
@@ -272,7 +68,7 @@ class InterpreterPool(Executor):
         self._closed = False
         self._profiling = ProfileRecorder()
         setup = {"sys_path": list(sys.path), "main": _targets.main_module_spec(), "init": init}
-        self._engine = _core.Engine(workers, _WORKER_SOURCE.read_text(), str(_WORKER_SOURCE),
+        self._engine = _core.Engine(workers, WORKER_SOURCE.read_text(), str(WORKER_SOURCE),
                                     _wire.dumps(setup))
         try:
             reports = self._engine.wait_ready(init_timeout)
@@ -284,8 +80,7 @@ class InterpreterPool(Executor):
             self._closed = True
             self._engine.close(cancel_pending=True, timeout=1.0)
             raise PoolInitError(failures, init_timeout=init_timeout)
-        _live_pools.add(self)
-        _exit_status.watch()
+        _exit_policy.register(self)
 
     @staticmethod
     def _init_failure(report: dict[str, Any]) -> WorkerInitFailure:
@@ -294,7 +89,7 @@ class InterpreterPool(Executor):
             return WorkerInitFailure(index, timed_out=True, error=None)
         kind, reply = report["kind"], report["reply"]
         if kind == _wire.SETUP_FAILED:
-            return WorkerInitFailure(index, timed_out=False, error=_remote_error(
+            return WorkerInitFailure(index, timed_out=False, error=_replies.remote_error(
                 _wire.loads(reply), target="init", worker=index))
         return WorkerInitFailure(index, timed_out=False, error=None,
                                  detail=reply.decode("utf-8", "replace"))
@@ -303,7 +98,7 @@ class InterpreterPool(Executor):
 
     def submit(self, fn: Callable[..., Any] | str, /, *args: Any, **kwargs: Any) -> Future[Any]:
         """Dispatch ``fn(*args, **kwargs)`` without blocking."""
-        future = _CallFuture(self, fn, args, kwargs)
+        future = CallFuture(self, fn, args, kwargs)
         future._attach(self._dispatch(fn, args, kwargs, owner=future))
         return future
 
@@ -314,7 +109,7 @@ class InterpreterPool(Executor):
         With ``timeout``, raise CallTimeoutError when it has not returned in
         time; the call itself goes on running in its worker.
         """
-        _check_timeout("timeout", timeout)
+        check_timeout("timeout", timeout)
         name, request, buffers, submitted, cost = self._encode(target, args, kwargs)
         status, kind, reply, worker, call_id = self._engine.call(
             name, request, buffers, timeout, submitted, cost)
@@ -324,9 +119,9 @@ class InterpreterPool(Executor):
             busy_worker, seconds = self._busy_worker(call_id)
             raise CallTimeoutError(name, timeout, worker=busy_worker, running_seconds=seconds)
         if status in (_wire.STATUS_CLOSED, _wire.STATUS_BROKEN):
-            raise self._refusal(status, name)
+            raise _replies.refusal(status, name)
         assert reply is not None
-        return self._reply_value(status, kind, reply, worker, target, args, kwargs)
+        return _replies.reply_value(status, kind, reply, worker, target, args, kwargs)
 
     def map(  # type: ignore[override]  # a list, not a lazy iterator: see docstring
             self, fn: Callable[..., Any] | str, *iterables: Iterable[Any],
@@ -355,7 +150,7 @@ class InterpreterPool(Executor):
         notebook shows its live view only for a map that really started)."""
         if not iterables:
             raise TypeError("map() needs at least one iterable")
-        _check_timeout("timeout", timeout)
+        check_timeout("timeout", timeout)
         for name, value in (("chunksize", chunksize), ("buffersize", buffersize)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)
                                       or value < 1):
@@ -404,14 +199,14 @@ class InterpreterPool(Executor):
                                            total=len(items))
                 handle.claim()
                 handle.release()
-                values, failed, error, *marks = self._reply_value(
+                values, failed, error, *marks = _replies.reply_value(
                     handle.status, handle.reply_kind, handle.reply, handle.worker, fn, (), {},
                     chunk_start=start)
                 if marks:  # the chunk was profiled
                     self._profiling.item_marks(handle.id, marks[0], failed)
                 results.extend(values)
                 if failed >= 0:
-                    raise _remote_error(_wire.loads(error), target=_targets.describe(fn),
+                    raise _replies.remote_error(_wire.loads(error), target=_targets.describe(fn),
                                         worker=handle.worker, item_index=start + failed)
                 send_next()
         except BaseException:
@@ -450,7 +245,7 @@ class InterpreterPool(Executor):
             handle.claim()
             handle.release()
             try:
-                outcomes.append(self._reply_value(handle.status, handle.reply_kind, handle.reply,
+                outcomes.append(_replies.reply_value(handle.status, handle.reply_kind, handle.reply,
                                                   handle.worker, target, args, kwargs))
             except InterpRpcError as exc:
                 outcomes.append(exc)
@@ -466,7 +261,7 @@ class InterpreterPool(Executor):
         no limit), close() gives up on workers still running a call, warns
         with a RuntimeWarning naming each of them, and returns.
         """
-        _check_timeout("timeout", timeout)
+        check_timeout("timeout", timeout)
         self._stop(wait=wait, timeout=timeout)
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
@@ -482,7 +277,7 @@ class InterpreterPool(Executor):
         stuck = self._engine.close(cancel_pending=not wait if cancel is None else cancel,
                                    timeout=timeout)
         if not stuck:
-            _live_pools.discard(self)  # every worker has exited
+            _exit_policy.unregister(self)  # every worker has exited
             return False
         if warn or at_exit:
             names = "; ".join(f"worker {index} running {target!r} for {seconds:.1f} s"
@@ -577,7 +372,7 @@ class InterpreterPool(Executor):
         try:
             request, buffers = _wire.encode_request(spec, mode, args, kwargs)
         except Exception:
-            raise self._argument_error(target, args, kwargs, mode, item_index) from None
+            raise _replies.argument_error(target, args, kwargs, mode, item_index) from None
         return name, request, buffers, submitted, _core.monotonic_ns() - submitted
 
     def _dispatch(self, target: object, args: tuple[Any, ...], kwargs: dict[str, Any], *,
@@ -590,92 +385,8 @@ class InterpreterPool(Executor):
         status, handle = self._engine.submit(name, request, buffers, item_index, item_count,
                                              owner, submitted, cost, worker)
         if handle is None:
-            raise self._refusal(status, name)
+            raise _replies.refusal(status, name)
         return handle
-
-    @staticmethod
-    def _refusal(status: str | int, name: str) -> InterpRpcError:
-        if status in ("closed", _wire.STATUS_CLOSED):
-            return PoolClosedError(f"the pool is closed; cannot call {name!r}")
-        return PoolBrokenError(f"every worker of the pool has died; cannot call {name!r}")
-
-    def _argument_error(self, target: object, args: tuple[Any, ...], kwargs: dict[str, Any],
-                        mode: str, item_index: int) -> ShareabilityError:
-        calls: list[tuple[int | None, tuple[Any, ...], dict[str, Any]]]
-        calls = [(None, args, kwargs)] if mode == "call" else [
-            (item_index + offset, tuple(item) if mode.startswith("starchunk") else (item,), {})
-            for offset, item in enumerate(args[0])]
-        for item, item_args, item_kwargs in calls:
-            labels = _targets.argument_labels(target, item_args, item_kwargs)
-            for position, (label, value) in enumerate(labels):
-                culprit = _wire.find_culprit(value, label)
-                if culprit is not None:
-                    root = ("arguments", [name for name, _ in labels], position)
-                    return ShareabilityError(culprit.path, culprit.value_type, culprit.reason,
-                                             item_index=item, tree=[root, *culprit.levels])
-        return ShareabilityError("the arguments", "tuple", "pickling the request failed")
-
-    def _reply_value(self, status: int, kind: int, reply: bytes, worker: int, target: object,
-                     args: tuple[Any, ...], kwargs: dict[str, Any],
-                     chunk_start: int | None = None) -> Any:
-        """The call's return value, or the error it stands for, raised."""
-        if status == _wire.STATUS_REPLIED and kind == _wire.RETURNED:
-            try:
-                return _wire.loads(reply)
-            except Exception as exc:
-                raise ShareabilityError("return value", "unknown",
-                                        f"it could not be loaded here: {exc}") from None
-        name = _targets.describe(target)
-        if status == _wire.STATUS_CANCELLED:
-            raise CancelledError()
-        if status == _wire.STATUS_WORKER_DIED:
-            raise WorkerDiedError(name, reply.decode("utf-8", "replace"))
-        if status == _wire.STATUS_POOL_BROKEN:
-            raise PoolBrokenError(f"every worker of the pool has died; call to {name!r} "
-                                  "never ran")
-        if kind == _wire.RETURNED:
-            try:
-                return _wire.loads(reply)
-            except Exception as exc:
-                raise ShareabilityError("return value", "unknown",
-                                        f"it could not be loaded here: {exc}") from None
-        if kind == _wire.RAISED:
-            raise _remote_error(_wire.loads(reply), target=name, worker=worker,
-                                item_index=chunk_start)
-        if kind == _wire.RESULT_UNSHAREABLE:
-            culprit = _wire.loads(reply)
-            item = None
-            if chunk_start is not None:
-                item = chunk_start + int(culprit.get("item_offset", 0))
-            raise ShareabilityError(culprit["path"], culprit["value_type"], culprit["reason"],
-                                    item_index=item, tree=culprit.get("levels"))
-        if kind == _wire.TARGET_UNRESOLVED:
-            info = _wire.loads(reply)
-            raise TargetResolutionError(info["message"], target=name,
-                                        failed_part=info["failed_part"])
-        if kind == _wire.ARGUMENTS_UNLOADABLE:
-            raise self._unloadable_argument_error(_wire.loads(reply), target, args, kwargs)
-        raise InterpRpcError(f"internal error in the worker running {name!r}: "
-                             f"{reply.decode('utf-8', 'replace')}")
-
-    def _unloadable_argument_error(self, error: dict[str, str], target: object,
-                                   args: tuple[Any, ...], kwargs: dict[str, Any]
-                                   ) -> ShareabilityError:
-        """The worker could not unpickle the arguments: find the value whose
-        class (or function) the worker cannot import."""
-        message = f"{error['type_name']}: {error['message']}"
-        missing = _wire.unresolvable_reference(error["message"])
-        if missing is not None:
-            module, qualname = missing
-            what = f"{module}.{qualname}" if qualname else f"module {module!r}"
-            reason = f"the worker cannot import {what}: {message}"
-            for label, value in _targets.argument_labels(target, args, kwargs):
-                culprit = _wire.find_culprit(value, label, _wire.refers_to(module, qualname))
-                if culprit is not None:
-                    return ShareabilityError(culprit.path, culprit.value_type, reason)
-            return ShareabilityError("an argument", "unknown", reason)
-        return ShareabilityError("the arguments", "unknown",
-                                 f"the worker could not load them: {message}")
 
     def _busy_worker(self, call_id: int) -> tuple[int | None, float | None]:
         """(worker, seconds) of the worker running call ``call_id``, if one is."""
@@ -683,18 +394,3 @@ class InterpreterPool(Executor):
             if w["call_id"] == call_id:
                 return int(w["index"]), float(w["busy_seconds"])
         return None, None
-
-
-def build_info() -> dict[str, object]:
-    """The versions interp-rpc's C++ engine was compiled against."""
-    if _ENGINE_UNAVAILABLE is not None:
-        raise InterpRpcError(_ENGINE_UNAVAILABLE)
-    return dict(_core.build_info())
-
-
-def _remote_error(info: dict[str, str], *, target: str, worker: int | None,
-                  item_index: int | None = None) -> RemoteError:
-    return RemoteError(remote_type_name=info["type_name"], remote_module=info["module"],
-                       remote_message=info["message"], remote_traceback=info["traceback"],
-                       remote_qualname=info.get("qualname"), target=target, worker=worker,
-                       item_index=item_index)

@@ -7,6 +7,7 @@ not hold the pool, so it can be kept, pickled and built from saved records.
 
 from __future__ import annotations
 
+import io
 import pstats
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -139,6 +140,16 @@ class Profile:
         merged = pstats.Stats(cast(Any, _StatsData(cast(Any, first).stats)))
         merged.add(*others)
         return merged
+
+    def stats_listing(self, limit: int = 25, sort: str = "tottime") -> str:
+        """The merged stats as pstats prints them (as %prun shows them)."""
+        merged = self.stats
+        if merged is None:
+            return "No function stats: no worker ran a profiled call."
+        out = io.StringIO()
+        listing = pstats.Stats(cast(Any, _StatsData(cast(Any, merged).stats)), stream=out)
+        listing.sort_stats(sort).print_stats(limit)
+        return out.getvalue()
 
     def stats_per_worker(self) -> dict[int, pstats.Stats]:
         """Each worker's function stats (workers that ran nothing profiled are left out)."""

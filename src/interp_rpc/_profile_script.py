@@ -33,7 +33,8 @@ SCRIPT = r"""
   }
   if (!root || root.getAttribute('data-irpc-ready')) return;
   root.setAttribute('data-irpc-ready', '1');
-  var d = JSON.parse(root.querySelector('script.irpc-data').textContent);
+  var dataBlock = root.querySelector('script.irpc-data');
+  if (dataBlock) (function (d) {  // the timeline (a function profile alone has none)
   var NS = 'http://www.w3.org/2000/svg';
   var W = 900, LEFT = 76, RIGHT = 12, TOP = 30, LANE = 26, PLOT = W - LEFT - RIGHT;
   var H = TOP + LANE * d.workers + 24 + 18 * (1 + Math.floor((d.targets.length + 4) / 5));
@@ -183,6 +184,7 @@ SCRIPT = r"""
   draw();
   live.hidden = false;
   root.querySelector('.irpc-static').hidden = true;
+  })(JSON.parse(dataBlock.textContent));
 
   root.querySelectorAll('table.irpc-sortable').forEach(function (table) {
     table.querySelectorAll('th[data-col]').forEach(function (th) {

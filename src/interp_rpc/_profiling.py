@@ -26,6 +26,9 @@ _PROFILE_FUNCTIONS = "_interp_rpc_worker.profile_functions"
 #: a worker still busy with an earlier call.
 CONTROL_TIMEOUT = 30.0
 
+#: The same wait when the profiled block ended with an error or Ctrl-C.
+AFTER_ERROR_TIMEOUT = 1.0
+
 _OUTCOMES = {"worker_died": model.WORKER_DIED, "cancelled": model.CANCELLED,
              "pool_broken": model.NOT_RUN}
 
@@ -108,7 +111,10 @@ class ProfileSession:
         self._recorder.remove(self)
         profile = self.profile
         if self.functions:
-            for worker, outcome in enumerate(self._control(False)):
+            # After an error or Ctrl-C, do not wait long on a worker still busy
+            # with the abandoned work: its stats are then reported missing.
+            wait = CONTROL_TIMEOUT if exc_info[0] is None else AFTER_ERROR_TIMEOUT
+            for worker, outcome in enumerate(self._control(False, wait)):
                 if isinstance(outcome, BaseException):
                     profile.notes.append(f"worker {worker}'s function stats are missing: "
                                          f"{outcome}")
@@ -147,13 +153,12 @@ class ProfileSession:
             profile.end_ns = end_ns
         profile.recording = False
 
-    def _control(self, on: bool) -> list[Any]:
-        outcomes = self._pool._on_every_worker(_PROFILE_FUNCTIONS, (on,),
-                                               timeout=CONTROL_TIMEOUT)
+    def _control(self, on: bool, timeout: float = CONTROL_TIMEOUT) -> list[Any]:
+        outcomes = self._pool._on_every_worker(_PROFILE_FUNCTIONS, (on,), timeout=timeout)
         if on:
             failed = [(i, o) for i, o in enumerate(outcomes) if isinstance(o, BaseException)]
             if failed:
-                self._control(False)
+                self._control(False, AFTER_ERROR_TIMEOUT)
                 worker, error = failed[0]
                 raise InterpRpcError(f"cannot start the function profiler in worker {worker}: "
                                      f"{error}")

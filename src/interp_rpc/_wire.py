@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 # the time a pool takes to be ready.
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
-    from typing import Any
+    from typing import Any, SupportsIndex
 
     Check = Callable[[object], str | None]
 
@@ -46,12 +46,52 @@ STATUS_TIMED_OUT = 4
 STATUS_CLOSED = 5
 STATUS_BROKEN = 6
 
-#: Top-level bytes and bytearray arguments at least this large cross without
-#: being copied: the worker reads the caller's memory through a read-only
-#: memoryview. memoryview arguments always do.
+#: Top-level bytes arguments at least this large cross without being copied:
+#: the worker reads the caller's memory through a read-only memoryview.
+#: Read-only memoryviews always do, and borrow()ed buffers.
 ZERO_COPY_THRESHOLD = 64 * 1024
 
-_BUFFER_TYPES = (bytes, bytearray, memoryview)
+
+class Borrowed:
+    """A writable buffer lent to the worker without a copy (see ``borrow``)."""
+
+    __slots__ = ("buffer",)
+
+    def __init__(self, buffer: Any) -> None:
+        self.buffer = buffer
+
+    def __reduce_ex__(self, protocol: SupportsIndex) -> Any:
+        raise TypeError("interp_rpc.borrow() lends a top-level argument (or map item) only; "
+                        "inside another value it cannot cross")
+
+    def __repr__(self) -> str:
+        return f"borrow({self.buffer!r})"
+
+
+def borrow(buffer: Any) -> Borrowed:
+    """Lend a writable buffer (a bytearray, a writable memoryview, an array)
+    to the worker without copying it.
+
+    By default a writable buffer is snapshotted when the call is made, so the
+    worker sees the bytes that were passed whatever the caller does next.
+    ``pool.call(target, borrow(buf))`` skips that copy: the worker reads
+    ``buf``'s memory while the call runs, and the caller must not change it
+    until the call has finished. Only top-level arguments and map items can
+    be borrowed, and only C-contiguous buffers.
+    """
+    with memoryview(buffer) as view:
+        if not view.c_contiguous:
+            raise ValueError("borrow() needs a C-contiguous buffer; this one is strided "
+                             "(pass it without borrow() to send a copy)")
+    return Borrowed(buffer)
+
+
+class UnshareableBuffer(Exception):
+    """A top-level buffer argument that cannot cross; the message says why."""
+
+
+# The types whose top-level values encode_request treats specially.
+_BUFFER_TYPES = frozenset({bytes, bytearray, memoryview, Borrowed})
 
 
 def dumps(value: object) -> bytes:
@@ -88,19 +128,88 @@ def result_failure(value: object) -> str | None:
     return None
 
 
-def _zero_copy(value: Any) -> Any:
+class _View:
+    """A memoryview argument on its way: its bytes out of band, and how the
+    worker casts them back to the same format and shape."""
+
+    __slots__ = ("buffer", "format", "shape")
+
+    def __init__(self, buffer: pickle.PickleBuffer, format: str, shape: tuple[int, ...]) -> None:
+        self.buffer = buffer
+        self.format = format
+        self.shape = shape
+
+    def __reduce_ex__(self, protocol: SupportsIndex) -> Any:
+        # A builtin as the rebuilding callable: the worker needs no import.
+        return memoryview.cast, (self.buffer, self.format, self.shape)
+
+
+def _castable(view: memoryview) -> str | None:
+    """Why ``view`` cannot be rebuilt in the worker by memoryview.cast, or None."""
+    if view.format == "B" and view.ndim == 1:
+        return None
+    try:
+        # The format is only known at run time; typeshed lists the literals.
+        memoryview(b"\0" * view.itemsize).cast(view.format)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return (f"a memoryview of format {view.format!r} cannot be rebuilt in the worker "
+                "(memoryview.cast accepts native single-character formats only); pass "
+                "view.cast('B') for its raw bytes, or bytes(view)")
+    return None
+
+
+def _view(view: memoryview, *, copy: bool) -> _View:
+    problem = _castable(view)
+    if problem is not None:
+        raise UnshareableBuffer(problem)
+    if copy or not view.c_contiguous:
+        # tobytes() is the C-order copy of any view, strided or not.
+        data: Any = view.tobytes()
+    else:
+        data = view
+    return _View(pickle.PickleBuffer(data), view.format, view.shape or ())
+
+
+def _crossing(value: Any) -> Any:
+    """A top-level argument as it crosses: buffers keep their format and shape;
+    writable ones are snapshotted unless borrowed; large bytes are not copied."""
     kind = type(value)
+    if kind is bytes:
+        return pickle.PickleBuffer(value) if len(value) >= ZERO_COPY_THRESHOLD else value
+    if kind is bytearray:
+        if len(value) < ZERO_COPY_THRESHOLD:
+            return value  # pickled in band: a copy, arriving as a bytearray
+        # A snapshot that arrives as a bytearray too (the worker copies it out).
+        return _Snapshot(pickle.PickleBuffer(bytes(value)))
     if kind is memoryview:
-        return pickle.PickleBuffer(value if value.contiguous else value.tobytes())
-    if (kind is bytes or kind is bytearray) and len(value) >= ZERO_COPY_THRESHOLD:
-        return pickle.PickleBuffer(value)
+        return _view(value, copy=not value.readonly)
+    if kind is Borrowed:
+        with memoryview(value.buffer) as borrowed:
+            if not borrowed.c_contiguous:
+                raise UnshareableBuffer("a borrowed buffer must be C-contiguous")
+            return _View(pickle.PickleBuffer(value.buffer), borrowed.format,
+                         borrowed.shape or ())
     return value
 
 
-def _with_zero_copy(values: tuple[Any, ...] | list[Any]) -> Any:
-    if not any(type(v) in _BUFFER_TYPES for v in values):
+class _Snapshot:
+    """A large bytearray's copy, rebuilt as a bytearray in the worker."""
+
+    __slots__ = ("buffer",)
+
+    def __init__(self, buffer: pickle.PickleBuffer) -> None:
+        self.buffer = buffer
+
+    def __reduce_ex__(self, protocol: SupportsIndex) -> Any:
+        return bytearray, (self.buffer,)
+
+
+def _crossing_all(values: tuple[Any, ...] | list[Any]) -> Any:
+    # Costs one C-level pass over the types when no value is a buffer, the
+    # common case (cheaper than pickling the values).
+    if _BUFFER_TYPES.isdisjoint(map(type, values)):
         return values
-    return type(values)(_zero_copy(v) for v in values)
+    return type(values)(_crossing(v) for v in values)
 
 
 def encode_request(
@@ -109,18 +218,33 @@ def encode_request(
     """The request bytes, and the buffers that cross out of band (not copied).
 
     For a map chunk (mode "chunk"/"starchunk"), args is (items,) and the items
-    are the top-level values.
+    are the top-level values. Raises UnshareableBuffer for a buffer argument
+    that cannot cross, or pickle's own error.
     """
     if mode == "call":
-        args = _with_zero_copy(args)
-        if kwargs and any(type(v) in _BUFFER_TYPES for v in kwargs.values()):
-            kwargs = {k: _zero_copy(v) for k, v in kwargs.items()}
+        args = _crossing_all(args)
+        if kwargs and not _BUFFER_TYPES.isdisjoint(map(type, kwargs.values())):
+            kwargs = {k: _crossing(v) for k, v in kwargs.items()}
     else:
-        args = (_with_zero_copy(args[0]),)
+        args = (_crossing_all(args[0]),)
     buffers: list[pickle.PickleBuffer] = []
     data = pickle.dumps((spec, mode, args, kwargs), protocol=PROTOCOL,
                         buffer_callback=buffers.append)
     return data, buffers
+
+
+def is_buffer_argument(value: object) -> bool:
+    """Whether a top-level argument crosses as a buffer (see _crossing)."""
+    return type(value) in _BUFFER_TYPES
+
+
+def buffer_problem(value: object) -> str | None:
+    """Why a top-level argument that is a buffer cannot cross, or None."""
+    try:
+        _crossing(value)
+    except UnshareableBuffer as exc:
+        return str(exc)
+    return None
 
 
 def _format_exception(exc: BaseException) -> list[str]:

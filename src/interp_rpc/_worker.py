@@ -60,30 +60,119 @@ class TargetError(Exception):
         self.failed_part = failed_part
 
 
-def _fix_up_main(main: dict[str, str] | None) -> None:
-    """Make the caller's __main__ script importable here, as multiprocessing's
-    spawn does, so module-level functions and classes of a script resolve."""
-    if not main:
-        return
-    import runpy
+class ScriptImportError(ImportError):
+    """The caller's script could not be imported in this worker, so nothing
+    defined in it can be found here."""
 
-    if "name" in main:
-        namespace = runpy.run_module(main["name"], run_name="__mp_main__", alter_sys=True)
-    else:
-        namespace = runpy.run_path(main["path"], run_name="__mp_main__")
-    module = ModuleType("__mp_main__")
-    module.__dict__.update(namespace)
-    sys.modules["__mp_main__"] = module
-    sys.modules["__main__"].__dict__.update(
-        {k: v for k, v in namespace.items() if not k.startswith("__")}
-    )
+    def __init__(self, wanted: str, script: str, cause: str, refused: str | None) -> None:
+        super().__init__(f"cannot find {wanted!r}: {cause}")
+        self.wanted = wanted
+        self.script = script
+        self.cause = cause
+        self.refused = refused
+
+    def advice(self) -> str:
+        """What went wrong and what to do, for a message about ``self.wanted``."""
+        if self.refused is not None:
+            package = self.refused.partition(".")[0]
+            why = (f"the script imports {package}, whose C extension module {self.refused} "
+                   "does not support loading in subinterpreters")
+            keep = f" (one that does not import {package} at top level)"
+        else:
+            why = f"the import failed with {self.cause}"
+            keep = ""
+        return (f"{self.wanted!r} is defined in the script {self.script}, which the worker "
+                f"imports (as __mp_main__) only to find it, and {why}. Only calls that refer "
+                f"to the script fail. Move {self.wanted!r} into a module that the workers can "
+                f"import{keep}, and use it from there")
+
+
+def _refused_extension(exc: BaseException) -> str | None:
+    """The C extension module that refused to load in this subinterpreter, if
+    that is what ``exc`` (or an exception it was raised from) says. Packages
+    such as numpy re-raise the refusal inside a longer message of their own."""
+    import re
+
+    seen: set[int] = set()
+    error: BaseException | None = exc
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        found = re.search(r"module (\S+) does not support loading in subinterpreters",
+                          str(error))
+        if found:
+            return found.group(1)
+        error = error.__cause__ or error.__context__
+    return None
+
+
+class _LazyScript:
+    """The caller's script (its __main__), imported in this worker the first
+    time a target or an argument refers to ``__main__`` or ``__mp_main__``.
+
+    Workers never import it when they start: a script that imports numpy,
+    psutil or pyzmq at top level (C extensions that refuse subinterpreters)
+    would then break every call, even ``pool.call("math.sqrt", 16.0)``.
+    Until then, both modules carry a module ``__getattr__`` that imports
+    the script on the first missing name; pickle's lookup of
+    ``__main__.Name`` goes through it. A failed import is remembered, and
+    every later reference fails the same way without running it again.
+    """
+
+    def __init__(self, spec: dict[str, str]) -> None:
+        self.spec = spec
+        self.failure: tuple[str, str | None] | None = None  # (cause, refused module)
+        self.main = sys.modules["__main__"]
+        self.mp_main = ModuleType("__mp_main__")
+        sys.modules["__mp_main__"] = self.mp_main
+        for module in (self.main, self.mp_main):
+            module.__dict__["__getattr__"] = self.attribute
+
+    @property
+    def script(self) -> str:
+        return self.spec.get("path") or f"module {self.spec.get('name')}"
+
+    def attribute(self, name: str) -> Any:
+        if name.startswith("__") and name.endswith("__"):
+            # Probes such as hasattr(__main__, "__file__") must not import it.
+            raise AttributeError(f"module '__main__' has no attribute {name!r}")
+        if self.failure is None:
+            self._import()
+        if self.failure is not None:
+            cause, refused = self.failure
+            raise ScriptImportError(name, self.script, cause, refused)
+        try:
+            return self.mp_main.__dict__[name]
+        except KeyError:
+            raise AttributeError(f"module '__main__' has no attribute {name!r}") from None
+
+    def _import(self) -> None:
+        import runpy
+
+        for module in (self.main, self.mp_main):
+            module.__dict__.pop("__getattr__", None)
+        try:
+            if "name" in self.spec:
+                namespace = runpy.run_module(self.spec["name"], run_name="__mp_main__",
+                                             alter_sys=True)
+            else:
+                namespace = runpy.run_path(self.spec["path"], run_name="__mp_main__")
+        except BaseException as exc:  # whatever the script raises, the calls that need it get
+            self.failure = (f"{type(exc).__name__}: {exc}", _refused_extension(exc))
+            for module in (self.main, self.mp_main):  # later references fail the same way
+                module.__dict__["__getattr__"] = self.attribute
+            return
+        sys.modules["__mp_main__"] = self.mp_main  # run_module(alter_sys) replaced it
+        self.mp_main.__dict__.update(namespace)
+        self.main.__dict__.update(
+            {k: v for k, v in namespace.items() if not k.startswith("__")})
 
 
 def setup(config_view: memoryview) -> tuple[int, bytes]:
     try:
         config = wire.loads(config_view)
         sys.path[:] = config["sys_path"]
-        _fix_up_main(config.get("main"))
+        if config.get("main"):
+            _LazyScript(config["main"])
         init = config.get("init")
         if init:
             main_globals = sys.modules["__main__"].__dict__
@@ -200,13 +289,21 @@ def execute(request: memoryview, buffers: list[memoryview]) -> tuple[int, bytes,
     try:
         target_spec, mode, args, kwargs = wire.loads(request, buffers)
     except BaseException as exc:
-        return (wire.ARGUMENTS_UNLOADABLE, wire.dumps(wire.describe_exception(exc)),
+        error = wire.describe_exception(exc)
+        if isinstance(exc, ScriptImportError):
+            error["wanted"], error["advice"] = exc.wanted, exc.advice()
+        return (wire.ARGUMENTS_UNLOADABLE, wire.dumps(error),
                 time.perf_counter_ns() - started, 0)
     loaded = time.perf_counter_ns()
     try:
         fn = resolve(target_spec)
     except TargetError as exc:
         reply = {"message": str(exc), "failed_part": exc.failed_part}
+        return wire.TARGET_UNRESOLVED, wire.dumps(reply), loaded - started, 0
+    except ScriptImportError as exc:
+        what = target_spec[1]
+        reply = {"message": f"cannot resolve target {what!r}: {exc.advice()}",
+                 "failed_part": exc.wanted}
         return wire.TARGET_UNRESOLVED, wire.dumps(reply), loaded - started, 0
     except BaseException as exc:
         what = target_spec[1] if target_spec[0] == "path" else target_spec[2]

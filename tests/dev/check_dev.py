@@ -7,8 +7,10 @@ it. Each check prints one line; the script ends with the plain closing line
   - './dev run' passes the command's own exit code through;
   - './dev run' runs Python 3.14 with interp_rpc and interp_rpc._core importable;
   - './dev lab --port P' serves JupyterLab: /api/kernelspecs answers with the
-    token it printed and lists the "Python (interp-rpc)" kernel, and the lab
-    stops cleanly on SIGTERM;
+    token it printed and lists the "Python (interp-rpc)" kernel, and a SIGTERM
+    to ./dev alone stops the lab too (no orphaned jupyter-lab);
+  - './dev test --repeat N' reruns the given tests N times and stops at the
+    first failing run; a bad --repeat value is refused;
   - no mount is left under the root cache after any of these commands.
 """
 
@@ -108,14 +110,16 @@ def check_lab_serves_kernelspecs() -> None:
         kernelspec = specs["kernelspecs"]["interp-rpc"]["spec"]
         assert kernelspec["display_name"] == "Python (interp-rpc)", kernelspec
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
+        # SIGTERM to ./dev alone, as `kill PID` does: the lab it started must
+        # stop with it, not live on as an orphan.
+        proc.send_signal(signal.SIGTERM)
         try:
             proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             raise AssertionError("./dev lab did not stop within 30 s of SIGTERM") from None
     # The whole process group must be gone: no lab server left behind.
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
             os.killpg(proc.pid, 0)
@@ -123,7 +127,8 @@ def check_lab_serves_kernelspecs() -> None:
             break
         time.sleep(0.1)
     else:
-        raise AssertionError("processes of ./dev lab survived SIGTERM")
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise AssertionError("a process of ./dev lab (jupyter-lab) survived SIGTERM to ./dev")
 
 
 def check_missing_native_toolchain_is_explained() -> None:
@@ -138,6 +143,24 @@ def check_missing_native_toolchain_is_explained() -> None:
     assert "python3 >= 3.14" in proc.stderr or "Python module" in proc.stderr, proc.stderr
 
 
+def check_repeat_reruns_and_stops_at_first_failure() -> None:
+    passing = subprocess.run([DEV, "test", "--repeat", "2", "tests/interp_rpc/test_package.py"],
+                             capture_output=True, text=True)
+    assert passing.returncode == 0, passing.stdout[-2000:] + passing.stderr[-2000:]
+    assert "pytest run 2/2" in passing.stdout, passing.stdout[-2000:]
+    assert "pytest, 2 runs in a row" in passing.stdout, passing.stdout[-2000:]
+    # A selection that matches no test fails (pytest's exit 5), so the first
+    # run fails and the other two never start.
+    failing = subprocess.run([DEV, "test", "--repeat", "3", "tests/interp_rpc/test_package.py",
+                              "-k", "no_test_has_this_name"], capture_output=True, text=True)
+    assert failing.returncode != 0, failing.stdout[-2000:]
+    assert "pytest run 1/3" in failing.stdout, failing.stdout[-2000:]
+    assert "pytest run 2/3" not in failing.stdout, failing.stdout[-2000:]
+    refused = subprocess.run([DEV, "test", "--repeat", "0"], capture_output=True, text=True)
+    assert refused.returncode == 2, (refused.returncode, refused.stderr[-2000:])
+    assert "--repeat takes a number of runs" in refused.stderr, refused.stderr[-2000:]
+
+
 def check_no_leaked_mounts() -> None:
     leaked = mounts_under(CACHE)
     assert not leaked, f"mounts survived ./dev commands: {leaked}"
@@ -148,6 +171,7 @@ CHECKS: list[Callable[[], None]] = [
     check_python_314,
     check_lab_serves_kernelspecs,
     check_missing_native_toolchain_is_explained,
+    check_repeat_reruns_and_stops_at_first_failure,
     check_no_leaked_mounts,
 ]
 

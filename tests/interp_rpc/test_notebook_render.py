@@ -10,6 +10,7 @@ from xml.etree import ElementTree
 import pytest
 
 from interp_rpc import CallTimeoutError, InterpreterPool, RemoteError, ShareabilityError
+from interp_rpc import _profile_html as profile_html
 from interp_rpc.notebook import profile, render
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -69,16 +70,14 @@ def test_timeout_output_names_the_worker() -> None:
 
 
 def test_profile_of_a_map_has_a_valid_svg_timeline_and_a_text_fallback() -> None:
-    with InterpreterPool(workers=2) as pool:
+    with InterpreterPool(workers=2) as pool, pool.profile() as result:
         pool.map("builtins.abs", range(-50, 50), chunksize=10)
-        result = profile.build(pool.call_records(), pool.workers)
-    assert result is not None
     assert result.items == 100
     assert 0 < result.utilization <= 1
-    bundle = profile.render(result)
+    bundle = profile.functions_bundle(result) if result.functions else result._repr_mimebundle_()
     svg = ElementTree.fromstring(bundle["image/svg+xml"])
-    bars = [r for r in svg.iter("{http://www.w3.org/2000/svg}rect") if r.find(
-        "{http://www.w3.org/2000/svg}title") is not None]
-    assert len(bars) == 10  # one per request
+    bars = [r for r in svg.iter("{http://www.w3.org/2000/svg}rect")
+            if r.get("fill") in profile_html.PALETTE]
+    assert len(bars) == 100 + 1  # one per item, and the legend's swatch of builtins.abs
     assert "utilization" in bundle["text/plain"]
-    assert "slowest requests:" in bundle["text/plain"]
+    assert "slowest items:" in bundle["text/plain"]

@@ -2,9 +2,9 @@
 
     %parallel_pool [-n N] [--init CODE] [--init-timeout S] [--stuck-after S]
     %%parallel [--timeout S]
-    %parallel_map TARGET ITEMS [--timeout S] [--chunksize K] [-o NAME]
+    %parallel_map TARGET ITEMS [--timeout S] [--chunksize K] [-o NAME] [--profile]
     %parallel_status [--watch S]
-    %parallel_profile
+    %parallel_profile [--functions] [--export PATH] [-o NAME]
 
 Each takes --help. The notebook has one pool, created on first use with one
 worker per CPU (or by %parallel_pool); ``current_pool()`` returns it.
@@ -30,6 +30,7 @@ from interp_rpc._errors import (
     TargetResolutionError,
 )
 from interp_rpc._pool import InterpreterPool
+from interp_rpc._profile import Profile
 from interp_rpc.notebook import live, profile, render
 
 _RUN_CELL = "_interp_rpc_worker.run_cell"  # defined by _worker.py in every worker
@@ -50,6 +51,7 @@ class ParallelMagics(Magics):
         self.stuck_after = 10.0
         # The last run: log position before it, and its first and last call ids.
         self._last_run: tuple[int, int, int] | None = None
+        self.last_profile: Profile | None = None  # of the last %parallel_map or %%parallel
 
     # ------------------------------------------------------------------ pool
 
@@ -102,7 +104,8 @@ class ParallelMagics(Magics):
         args = parse_argstring(self.parallel, line)
         pool = self.pool
         first = self._run_starts()
-        outcomes = pool._on_every_worker(_RUN_CELL, (cell,), timeout=args.timeout)
+        with pool.profile() as self.last_profile:
+            outcomes = pool._on_every_worker(_RUN_CELL, (cell,), timeout=args.timeout)
         self._remember_run(first)
         failed = []
         for index, outcome in enumerate(outcomes):
@@ -138,6 +141,9 @@ class ParallelMagics(Magics):
     @argument("--timeout", type=float, help="deadline in seconds for the whole map")
     @argument("--chunksize", type=int, help="items per request (default: adaptive)")
     @argument("-o", "--out", help="store the results in this variable instead of returning them")
+    @argument("--profile", action="store_true",
+              help="profile the functions the workers run (cProfile in each, merged), and "
+                   "show the top functions; %%parallel_profile shows the run again")
     @line_magic
     def parallel_map(self, line: str) -> list[Any] | None:
         """Call TARGET on every item in parallel, with live progress and status."""
@@ -154,8 +160,9 @@ class ParallelMagics(Magics):
         first = self._run_starts()
         view = live.LiveView(pool, target=name, total=len(items), stuck_after=self.stuck_after)
         try:
-            results = pool._map(target, (items,), timeout=args.timeout,
-                                chunksize=args.chunksize, on_dispatched=view.start)
+            with pool.profile(functions=args.profile) as self.last_profile:
+                results = pool._map(target, (items,), timeout=args.timeout,
+                                    chunksize=args.chunksize, on_dispatched=view.start)
         except KeyboardInterrupt:
             self._remember_run(first)
             self._report_interrupted(pool, first, len(items))
@@ -163,6 +170,8 @@ class ParallelMagics(Magics):
         finally:
             view.stop()
             self._remember_run(first)
+        if args.profile:
+            profile.show(self.last_profile, functions=True)
         if args.out:
             user_ns[args.out] = results
             return None
@@ -196,21 +205,30 @@ class ParallelMagics(Magics):
         live.watch(self.pool, seconds=args.watch, stuck_after=self.stuck_after)
 
     @magic_arguments()
+    @argument("--functions", action="store_true",
+              help="show the function profile (of a %%parallel_map --profile run)")
+    @argument("--export", metavar="PATH",
+              help="write the profile: .json as a Chrome trace (Perfetto, chrome://tracing), "
+                   ".pstats as the merged function stats")
+    @argument("-o", "--out", metavar="NAME", help="store the Profile in this variable")
     @line_magic
     def parallel_profile(self, line: str) -> None:
-        """Timeline, utilization, queue wait, serialization cost and slowest
-        requests of the last %parallel_map or %%parallel run."""
-        parse_argstring(self.parallel_profile, line)
-        if self._last_run is None or self._pool is None:
+        """Timeline (one lane per worker, one bar per item), utilization, queue
+        wait, serialization cost and slowest items of the last %parallel_map
+        or %%parallel run; its function profile with --functions."""
+        args = parse_argstring(self.parallel_profile, line)
+        last = self.last_profile
+        if last is None:
             print("No parallel run to profile yet: run %parallel_map or %%parallel first.")
             return
-        after, first, last = self._last_run
-        records = [r for r in self._pool.call_records(after) if first <= r.id <= last]
-        result = profile.build(records, self._pool.workers)
-        if result is None:
-            print("The last run has no finished requests to profile.")
+        if args.out:
+            assert self.shell is not None
+            self.shell.user_ns[args.out] = last
+        if args.export:
+            print(profile.export(last, args.export))
+        if args.export or args.out:
             return
-        display(profile.render(result), raw=True)
+        profile.show(last, functions=args.functions)
 
     def _run_starts(self) -> tuple[int, int]:
         """(log position, first call id) of a run about to start."""

@@ -1,0 +1,654 @@
+"""ClusterPool: the InterpreterPool API over a dask.distributed cluster."""
+
+from __future__ import annotations
+
+import atexit
+import concurrent.futures
+import contextlib
+import itertools
+import math
+import os
+import threading
+import time
+import uuid
+import warnings
+import weakref
+from collections.abc import Callable, Iterable
+from concurrent.futures import CancelledError, Executor, Future
+from dataclasses import fields
+from typing import TYPE_CHECKING, Any, Self
+
+from interp_rpc import _targets
+from interp_rpc._errors import (
+    CallTimeoutError,
+    InterpRpcError,
+    PoolBrokenError,
+    PoolClosedError,
+    PoolInitError,
+    WorkerDiedError,
+    WorkerInitFailure,
+)
+from interp_rpc._pool import EXIT_TIMEOUT, CallRecord, PoolStats, WorkerStatus
+from interp_rpc.dask import _chunking, _error_mapping, _request
+from interp_rpc.dask._placement import ClusterWorker, Placement, Process
+
+if TYPE_CHECKING:
+    import distributed
+
+#: How often the watcher looks for dask workers that died or joined.
+WATCH_INTERVAL = 0.2
+
+#: How long the caller waits for one answer from every dask worker (status,
+#: closing); a worker that does not answer in time is left out of the answer.
+ANSWER_TIMEOUT = 10.0
+
+#: The most call records kept (as the local engine keeps).
+RECORDS_KEPT = 16384
+
+
+def _check_timeout(name: str, value: float | None) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a number of seconds or None, not {type(value).__name__}")
+    if math.isnan(value) or value < 0:
+        raise ValueError(f"{name} must be a non-negative number of seconds, not {value!r}")
+
+
+def _check_count(name: str, value: int | None, minimum: int) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int or None, not {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, not {value}")
+
+
+class _Job:
+    """One call or map chunk, and the dask task currently running it."""
+
+    def __init__(self, ident: int, request: _request.Request, item_offset: int,
+                 retries: int) -> None:
+        self.id = ident
+        self.request = request
+        self.item_offset = item_offset
+        self.retries_left = retries
+        self.future = _JobFuture(self)
+        self.process: Process | None = None
+        self.task: distributed.Future | None = None
+        self.dispatched = 0.0  # monotonic
+        self.lock = threading.Lock()
+
+    def settle(self, value: Any = None, error: BaseException | None = None) -> bool:
+        """Give the job its outcome, once; False if it already had one."""
+        with self.lock:
+            if self.future.done():
+                return False
+            if isinstance(error, CancelledError):
+                self.future.cancel_now()
+            elif error is not None:
+                self.future.set_exception(error)
+            else:
+                self.future.set_result(value)
+            return True
+
+
+class _JobFuture(Future[Any]):
+    """The caller's Future of a job. cancel() withdraws a call that has not
+    started; a call already running in a subinterpreter runs to its end, but
+    the future is cancelled either way, as dask cancels."""
+
+    def __init__(self, job: _Job) -> None:
+        super().__init__()
+        self._job = job
+
+    def cancel_now(self) -> None:
+        super().cancel()
+
+    def cancel(self) -> bool:
+        if self.done():
+            return False
+        task = self._job.task
+        if task is not None:
+            task.cancel(reason="interp-rpc-cancel")
+        return self._job.settle(error=CancelledError())
+
+
+_open_pools: weakref.WeakSet[ClusterPool] = weakref.WeakSet()
+
+
+def _close_open_pools_at_exit() -> None:
+    """A script that forgets close() still exits: queued calls are cancelled,
+    running calls get EXIT_TIMEOUT seconds, and a cluster the pool started is
+    shut down."""
+    for pool in list(_open_pools):
+        pool.close(wait=False, timeout=EXIT_TIMEOUT)
+
+
+_exit_handler_registered = False
+
+
+def _register_exit_handler() -> None:
+    # Once distributed is imported: exit handlers run last-registered first,
+    # so the pools close before distributed closes the clusters under them.
+    global _exit_handler_registered
+    if not _exit_handler_registered:
+        atexit.register(_close_open_pools_at_exit)
+        _exit_handler_registered = True
+
+
+class ClusterPool(Executor):
+    """InterpreterPool's API, served by every process of a dask.distributed cluster.
+
+    Each dask worker process hosts one InterpreterPool (through a
+    WorkerPlugin, so workers that join later get one too); its subinterpreters
+    run the calls. ``cluster`` is a scheduler address, a distributed.Client,
+    or None to start a LocalCluster of ``processes`` processes (one core each
+    by default) that closes with the pool.
+
+    ``workers_per_process`` is the number of subinterpreters in each process
+    (default: the dask worker's thread count). ``init`` and ``init_timeout``
+    are InterpreterPool's, applied in every process. ``retries`` is how many
+    times a call whose dask worker process died is run again on another
+    process; with 0, it fails with WorkerDiedError.
+    """
+
+    def __init__(self, cluster: str | distributed.Client | None = None, *,
+                 workers_per_process: int | None = None, init: str | None = None,
+                 init_timeout: float | None = 30.0, retries: int = 0,
+                 processes: int | None = None) -> None:
+        _check_count("workers_per_process", workers_per_process, 1)
+        _check_count("retries", retries, 0)
+        _check_count("processes", processes, 1)
+        _check_timeout("init_timeout", init_timeout)
+        if init is not None and not isinstance(init, str):
+            raise TypeError(f"init must be source code (a str) or None, not {type(init).__name__}")
+        if init is not None:
+            try:
+                compile(init, "<init>", "exec")
+            except SyntaxError as exc:
+                raise ValueError(f"init is not valid Python: {exc}") from exc
+        if processes is not None and cluster is not None:
+            raise ValueError("processes= is for the LocalCluster started when cluster is None")
+        import distributed
+
+        from interp_rpc.dask import _plugin
+
+        _register_exit_handler()
+
+        self._plugin_module = _plugin
+        self._retries = retries
+        self._lock = threading.Lock()
+        self._closed = False
+        self._broken: str | None = None
+        self._jobs: dict[int, _Job] = {}
+        self._job_ids = itertools.count()
+        self._placement = Placement()
+        self._failed: dict[str, list[WorkerInitFailure]] = {}  # address -> why
+        self._records: list[CallRecord] = []
+        self._record_cursors: dict[str, int] = {}
+        self._records_lock = threading.Lock()
+        self._owned_cluster: Any = None
+        if cluster is None:
+            self._owned_cluster = distributed.LocalCluster(
+                n_workers=processes or os.process_cpu_count() or 1, threads_per_worker=1,
+                processes=True, dashboard_address=None)
+            self._client = distributed.Client(self._owned_cluster)
+        elif isinstance(cluster, distributed.Client):
+            self._client = cluster
+        elif isinstance(cluster, str):
+            self._client = distributed.Client(cluster)
+        else:
+            raise TypeError("cluster must be a scheduler address, a distributed.Client or None, "
+                            f"not {type(cluster).__name__}")
+        self._owns_client = not isinstance(cluster, distributed.Client)
+        self._name = f"interp-rpc-{uuid.uuid4().hex[:12]}"
+        self._init_timeout = init_timeout
+        try:
+            self._start(_plugin.PoolPlugin(self._name, workers_per_process, init, init_timeout))
+        except BaseException:
+            self._shut_down_client()
+            raise
+        self._stop_watching = threading.Event()
+        self._watcher = threading.Thread(target=self._watch, name="interp-rpc-cluster-watch",
+                                         daemon=True)
+        self._watcher.start()
+        _open_pools.add(self)
+
+    def _start(self, plugin: Any) -> None:
+        # Dask awaits setup() on every current worker before this returns.
+        self._client.register_plugin(plugin, name=self._name)
+        reports = self._client.run(self._plugin_module.report, self._name)
+        failures: list[WorkerInitFailure] = []
+        for address, report in sorted(reports.items()):
+            failures += self._learn(address, report)
+        if failures:
+            self._unregister()
+            raise PoolInitError(failures, init_timeout=self._init_timeout)
+        if not self._placement.live():
+            self._unregister()
+            raise PoolInitError([], init_timeout=self._init_timeout)
+
+    def _learn(self, address: str, report: dict[str, Any]) -> list[WorkerInitFailure]:
+        """Take in a worker's report; the init failures it describes."""
+        if report["state"] == "ready":
+            self._placement.add(address, report["host"], report["pid"], report["slots"])
+            return []
+        if report["state"] != "failed":
+            return []
+        failure = report["failure"]
+        if failure["kind"] == "init":
+            process = self._placement.add(address, report["host"], report["pid"],
+                                          len(failure["failures"]))
+            self._placement.mark_gone(address)
+            found = [_error_mapping.init_failure(f, process) for f in failure["failures"]]
+        else:
+            process = self._placement.add(address, report["host"], report["pid"], 1)
+            self._placement.mark_gone(address)
+            found = [WorkerInitFailure(process.worker(0), timed_out=False, error=None,
+                                       detail=f"{failure['type_name']}: {failure['message']}")]
+        self._failed[address] = found
+        return found
+
+    def _unregister(self) -> None:
+        # The workers may be gone already: nothing is left to tear down then.
+        with contextlib.suppress(Exception):
+            self._client.unregister_worker_plugin(self._name)
+
+    def _shut_down_client(self) -> None:
+        if self._owns_client:
+            self._client.close(timeout=ANSWER_TIMEOUT)
+        if self._owned_cluster is not None:
+            self._owned_cluster.close(timeout=ANSWER_TIMEOUT)
+
+    # ------------------------------------------------------------------ calls
+
+    def submit(self, fn: Callable[..., Any] | str, /, *args: Any, **kwargs: Any) -> Future[Any]:
+        """Dispatch ``fn(*args, **kwargs)`` to the cluster without blocking."""
+        return self._run(_request.encode(fn, args, kwargs), item_offset=0).future
+
+    def call(self, target: Callable[..., Any] | str, /, *args: Any,
+             timeout: float | None = None, **kwargs: Any) -> Any:
+        """Dispatch ``target(*args, **kwargs)`` and block until it returns.
+
+        With ``timeout``, raise CallTimeoutError when it has not returned in
+        time; the call itself goes on running in its subinterpreter.
+        """
+        _check_timeout("timeout", timeout)
+        job = self._run(_request.encode(target, args, kwargs), item_offset=0)
+        try:
+            return job.future.result(timeout)
+        except TimeoutError:
+            if job.future.done():
+                raise
+            assert timeout is not None
+            raise self._timeout_error(job, timeout) from None
+
+    def map(  # type: ignore[override]  # a list, as InterpreterPool.map returns
+            self, fn: Callable[..., Any] | str, *iterables: Iterable[Any],
+            timeout: float | None = None, chunksize: int | None = None,
+            buffersize: int | None = None) -> list[Any]:
+        """``[fn(item) for item in iterable]`` across the cluster, results in order.
+
+        Items go out in chunks, a few per subinterpreter of the cluster
+        (``chunksize`` overrides), each chunk one dask task run by one
+        subinterpreter. At most ``buffersize`` chunks (default: two per
+        subinterpreter) are in flight; the next goes to the least loaded
+        process as each one finishes. ``timeout`` is a deadline for the whole
+        map. When an item raises, on timeout or on interrupt, chunks not yet
+        started are cancelled.
+        """
+        if not iterables:
+            raise TypeError("map() needs at least one iterable")
+        _check_timeout("timeout", timeout)
+        _check_count("chunksize", chunksize, 1)
+        _check_count("buffersize", buffersize, 1)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        star = len(iterables) > 1
+        items: list[Any] = list(zip(*iterables, strict=False)) if star else list(iterables[0])
+        if not items:
+            _targets.normalize(fn)
+            return []
+        self._check_open(_targets.describe(fn))
+        slots = self._placement.slots()
+        size = _chunking.chunk_size(len(items), slots, chunksize)
+        mode = "starchunk" if star else "chunk"
+        # Every chunk is encoded before any is sent: an item that cannot
+        # cross fails the map before anything runs, as in the local pool.
+        chunks = [(start, _request.encode(fn, (items[start:start + size],), {}, mode, start))
+                  for start in _chunking.chunk_starts(len(items), size)]
+        window = buffersize or _chunking.IN_FLIGHT_PER_SLOT * max(1, slots)
+        results: list[list[Any]] = [[] for _ in chunks]
+        pending: dict[Future[Any], int] = {}
+        sent = done_items = 0
+        try:
+            while sent < len(chunks) or pending:
+                while sent < len(chunks) and len(pending) < window:
+                    start, request = chunks[sent]
+                    pending[self._run(request, item_offset=start).future] = sent
+                    sent += 1
+                remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+                finished, _ = concurrent.futures.wait(
+                    pending, timeout=remaining, return_when=concurrent.futures.FIRST_COMPLETED)
+                if not finished:
+                    assert timeout is not None
+                    raise CallTimeoutError(_targets.describe(fn), timeout,
+                                           completed=done_items, total=len(items))
+                for future in sorted(finished, key=pending.__getitem__):
+                    index = pending.pop(future)
+                    results[index] = future.result()
+                    done_items += len(results[index])
+        except BaseException:
+            for future in pending:
+                future.cancel()
+            raise
+        return [value for chunk in results for value in chunk]
+
+    def _check_open(self, name: str) -> None:
+        if self._closed:
+            raise PoolClosedError(f"the pool is closed; cannot call {name!r}")
+        if self._broken is not None:
+            raise PoolBrokenError(f"{self._broken}; cannot call {name!r}")
+
+    def _run(self, request: _request.Request, *, item_offset: int) -> _Job:
+        self._check_open(request.name)
+        job = _Job(next(self._job_ids), request, item_offset, self._retries)
+        with self._lock:
+            self._jobs[job.id] = job
+        job.future.add_done_callback(lambda _: self._forget(job))
+        self._dispatch(job, exclude=frozenset())
+        return job
+
+    def _forget(self, job: _Job) -> None:
+        with self._lock:
+            self._jobs.pop(job.id, None)
+
+    def _dispatch(self, job: _Job, exclude: frozenset[str]) -> None:
+        """Pin the job to the least loaded process, as a dask task that may
+        run on that process only: if it dies, dask cannot run the call again
+        elsewhere behind our back (a call that crashes its process would crash
+        the next one too); the watcher decides, from ``retries``."""
+        process = self._placement.acquire(exclude)
+        if process is None:
+            job.settle(error=WorkerDiedError(job.request.name, "no dask worker process of the "
+                                             "cluster is left to run it"))
+            return
+        request = job.request
+        job.process = process
+        job.dispatched = time.monotonic()
+        try:
+            task = self._client.submit(
+                self._plugin_module.run_job, self._name, job.id, request.name, request.data,
+                request.buffers, key=f"interp-rpc-{request.name}-{uuid.uuid4().hex}",
+                workers=[process.address], allow_other_workers=False, pure=False)
+        except BaseException as exc:
+            self._placement.release(process)
+            job.settle(error=exc if isinstance(exc, InterpRpcError) else PoolBrokenError(
+                f"dask refused the call to {request.name!r}: {exc}"))
+            return
+        job.task = task
+        task.add_done_callback(lambda finished: self._settle(job, process, finished))
+
+    def _settle(self, job: _Job, process: Process, task: distributed.Future) -> None:
+        """Runs in dask's callback thread when a job's task is done."""
+        self._placement.release(process)
+        if job.task is not task or job.future.done():
+            return  # an attempt the watcher gave up on, or a cancelled call
+        if task.status == "finished":
+            try:
+                kind, payload = task.result()
+            except BaseException as exc:
+                job.settle(error=PoolBrokenError(
+                    f"the result of {job.request.name!r} could not be fetched: {exc}"))
+                return
+            if kind == "ok":
+                job.settle(payload)
+            else:
+                job.settle(error=_error_mapping.rebuild(payload, process,
+                                                        item_offset=job.item_offset))
+        elif task.status == "cancelled":
+            job.settle(error=self._lost_error(job))
+        else:
+            job.settle(error=self._task_error(job, process, task))
+
+    def _lost_error(self, job: _Job) -> InterpRpcError:
+        """A task dask cancelled, not us: the client lost its scheduler (it
+        then cancels every task at once), or someone cancelled it."""
+        if self._client.status != "running":
+            self._broken = f"lost the connection to the dask scheduler at {self._address()}"
+            return PoolBrokenError(f"{self._broken} while {job.request.name!r} was in flight; "
+                                   "it may or may not have run")
+        return PoolBrokenError(f"dask cancelled the call to {job.request.name!r}")
+
+    def _task_error(self, job: _Job, process: Process, task: distributed.Future) -> BaseException:
+        try:
+            exc = task.exception()
+        except BaseException as fetch_error:
+            exc = fetch_error
+        name = type(exc).__name__
+        if name == "KilledWorker":
+            return WorkerDiedError(job.request.name, self._death(process))
+        return PoolBrokenError(f"dask failed the call to {job.request.name!r}: {name}: {exc}")
+
+    @staticmethod
+    def _death(process: Process) -> str:
+        return (f"dask worker {process.address} (process {process.pid} on {process.host}) "
+                "died while the call was on it")
+
+    def _timeout_error(self, job: _Job, timeout: float) -> CallTimeoutError:
+        process = job.process
+        running = None
+        if process is not None and self._client.status == "running":
+            try:
+                answers = self._client.run(self._plugin_module.running_job, self._name, job.id,
+                                           workers=[process.address], on_error="return")
+                running = answers.get(process.address)
+            except Exception:  # the worker is gone: nothing to say where it runs
+                running = None
+        if process is not None and isinstance(running, tuple):
+            return CallTimeoutError(job.request.name, timeout, worker=process.worker(running[0]),
+                                    running_seconds=running[1])
+        return CallTimeoutError(job.request.name, timeout)
+
+    # ------------------------------------------------------------ the watcher
+
+    def _watch(self) -> None:
+        """Finds dask worker processes that died (their calls fail, or run
+        again elsewhere) and those that joined (they get calls once their pool
+        is ready)."""
+        while not self._stop_watching.wait(WATCH_INTERVAL):
+            scheduler = self._client.scheduler
+            if self._client.status != "running" or scheduler is None:
+                continue  # dask cancels every task at once when the scheduler is lost
+            try:
+                identity = self._client.sync(scheduler.identity, callback_timeout=ANSWER_TIMEOUT)
+            except Exception:
+                continue
+            listed = set(identity.get("workers", {}))
+            for process in self._placement.live():
+                if process.address not in listed and self._placement.mark_gone(process.address):
+                    self._on_death(process)
+            known = {p.address for p in self._placement.every() if not p.gone} | set(self._failed)
+            newcomers = sorted(listed - known)
+            if newcomers:
+                self._welcome(newcomers)
+
+    def _welcome(self, addresses: list[str]) -> None:
+        try:
+            reports = self._client.run(self._plugin_module.report, self._name,
+                                       workers=addresses, on_error="return")
+        except Exception:
+            return
+        for address, report in reports.items():
+            if isinstance(report, dict):
+                failures = self._learn(address, report)
+                for failure in failures:
+                    warnings.warn(f"interp-rpc: a dask worker that joined cannot serve the pool: "
+                                  f"{failure}", RuntimeWarning, stacklevel=1)
+
+    def _on_death(self, process: Process) -> None:
+        with self._lock:
+            jobs = [job for job in self._jobs.values() if job.process is process]
+        for job in jobs:
+            task, job.task = job.task, None  # its callback is ignored from now on
+            if job.future.done():
+                continue
+            if task is not None:
+                task.cancel(reason="interp-rpc-worker-died")
+            if job.retries_left > 0:
+                job.retries_left -= 1
+                self._dispatch(job, exclude=frozenset({process.address}))
+            else:
+                job.settle(error=WorkerDiedError(job.request.name, self._death(process)))
+
+    # -------------------------------------------------------------- lifecycle
+
+    def close(self, wait: bool = True, timeout: float | None = None) -> None:
+        """Stop accepting calls, close every process's pool, and the cluster
+        if the pool started it.
+
+        ``wait=True`` lets calls already submitted finish first; ``wait=False``
+        cancels those that have not started. Running calls cannot be stopped:
+        after ``timeout`` seconds (None: no limit), close() warns with a
+        RuntimeWarning naming each call still running, and returns.
+        """
+        _check_timeout("timeout", timeout)
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            jobs = list(self._jobs.values())
+        _open_pools.discard(self)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        if wait:
+            concurrent.futures.wait([job.future for job in jobs], timeout=timeout)
+        else:
+            for job in jobs:
+                job.future.cancel()
+        self._stop_watching.set()
+        self._watcher.join()
+        stuck: list[str] = []
+        if self._client.status == "running":
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                answers = self._client.run(self._plugin_module.close_pool, self._name, wait,
+                                           remaining, on_error="return")
+                stuck = [f"{address}: {call}" for address, calls in sorted(answers.items())
+                         if isinstance(calls, list) for call in calls]
+            except Exception:  # workers or scheduler gone: nothing left to close there
+                pass
+            self._unregister()
+        self._shut_down_client()
+        if stuck:
+            warnings.warn(
+                f"ClusterPool.close() gave up after {timeout:g} s on {len(stuck)} running "
+                f"call(s): {'; '.join(stuck)}. A running call cannot be interrupted; it is "
+                "left to finish on its own.", RuntimeWarning, stacklevel=2)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """The Executor spelling of close()."""
+        self.close(wait=not cancel_futures, timeout=None if wait else 0)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # ---------------------------------------------------------- observability
+
+    @property
+    def client(self) -> distributed.Client:
+        return self._client
+
+    @property
+    def workers(self) -> int:
+        """Subinterpreters serving the pool, across every live process."""
+        return self._placement.slots()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def broken(self) -> bool:
+        return self._broken is not None
+
+    def processes(self) -> list[tuple[str, str, int, int]]:
+        """(dask worker address, host, pid, subinterpreters) of each live process."""
+        return [(p.address, p.host, p.pid, p.slots) for p in self._placement.live()]
+
+    def _ask_every_process(self, function: Callable[..., Any], *args: Any) -> dict[str, Any]:
+        if self._closed or self._client.status != "running":
+            return {}
+        answers: dict[str, Any] = self._client.run(function, self._name, *args,
+                                                   workers=[p.address for p in
+                                                            self._placement.live()],
+                                                   on_error="return")
+        return {a: v for a, v in answers.items() if not isinstance(v, BaseException)}
+
+    def status(self) -> list[WorkerStatus]:
+        """What every subinterpreter of the cluster is doing now; those of a
+        process that died are listed as "dead"."""
+        answers = self._ask_every_process(self._plugin_module.pool_status)
+        statuses: list[WorkerStatus] = []
+        for process in self._placement.every():
+            if process.address in self._failed:
+                continue
+            found = answers.get(process.address)
+            if found is None:
+                detail = (f"dask worker {process.address} (process {process.pid} on "
+                          f"{process.host}) is gone")
+                statuses += [WorkerStatus(process.worker(i), "dead", None, None, 0.0, 0, 0.0,
+                                          detail) for i in range(process.slots)]
+                continue
+            statuses += [WorkerStatus(**{**{f.name: getattr(w, f.name) for f in fields(w)},
+                                         "index": process.worker(w.index)}) for w in found]
+        return statuses
+
+    def stats(self) -> PoolStats:
+        """Totals of every live process's pool."""
+        totals = dict.fromkeys((f.name for f in fields(PoolStats)), 0)
+        for stats in self._ask_every_process(self._plugin_module.pool_stats).values():
+            if stats is not None:
+                for name in totals:
+                    totals[name] += getattr(stats, name)
+        return PoolStats(**totals)
+
+    def call_records(self, after: int = 0) -> list[CallRecord]:
+        """Finished requests of every process, oldest first, numbered (``seq``)
+        in the order this pool collected them: polling with the largest
+        ``seq`` seen returns every record once. A map chunk is one request.
+        Times are each host's ``time.monotonic_ns()``: comparable between
+        processes of one host only."""
+        with self._records_lock:
+            for process in self._placement.live():
+                cursor = self._record_cursors.get(process.address, 0)
+                try:
+                    answers = self._client.run(self._plugin_module.pool_records, self._name,
+                                               cursor, workers=[process.address],
+                                               on_error="return")
+                except Exception:
+                    continue
+                records = answers.get(process.address)
+                if not isinstance(records, list) or not records:
+                    continue
+                self._record_cursors[process.address] = records[-1].seq
+                first = self._records[-1].seq + 1 if self._records else 1
+                for offset, r in enumerate(records):
+                    self._records.append(CallRecord(**{
+                        **{f.name: getattr(r, f.name) for f in fields(r)},
+                        "seq": first + offset, "worker": process.worker(r.worker)}))
+            del self._records[:-RECORDS_KEPT]
+            return [r for r in self._records if r.seq > after]
+
+    def _address(self) -> str:
+        return str(getattr(self._client.scheduler, "address", None) or "?")
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "broken" if self.broken else "open"
+        return (f"<ClusterPool {self._address()} processes={len(self._placement.live())} "
+                f"workers={self.workers} {state}>")
+
+
+__all__ = ["ClusterPool", "ClusterWorker"]

@@ -1,0 +1,58 @@
+"""A call, encoded in the caller exactly as the local pool encodes it.
+
+Encoding here, before anything is sent, means a target that cannot be
+resolved by reference raises TargetResolutionError, and an argument that
+cannot cross raises ShareabilityError with the same path as in the local
+pool, without a round trip to the cluster. The bytes are what dask carries:
+dask never looks inside the arguments (it would otherwise read a tuple
+starting with a callable as a task of its own), and large buffers travel as
+out-of-band frames, not copied into the request.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+from interp_rpc import _targets, _wire
+from interp_rpc._errors import ShareabilityError
+
+
+@dataclass(frozen=True)
+class Request:
+    name: str  # the target's display name
+    data: bytes
+    buffers: list[Any]  # pickle.PickleBuffer of large arguments, sent out of band
+
+
+def encode(target: object, args: tuple[Any, ...], kwargs: dict[str, Any], mode: str = "call",
+           item_index: int = 0) -> Request:
+    """``mode`` is "call", or "chunk"/"starchunk" for a map chunk whose
+    items are ``args[0]`` and whose first item is item ``item_index``."""
+    if mode == "call" and isinstance(target, functools.partial):
+        target, args, kwargs = _targets.unwrap_partial(target, args, kwargs)
+    spec, name = _targets.normalize(target)
+    try:
+        data, buffers = _wire.encode_request(spec, mode, args, kwargs)
+    except Exception:
+        raise _argument_error(target, args, kwargs, mode, item_index) from None
+    return Request(name, data, list(buffers))
+
+
+def _argument_error(target: object, args: tuple[Any, ...], kwargs: dict[str, Any], mode: str,
+                    item_index: int) -> ShareabilityError:
+    """The value that made pickling fail, named as the local pool names it."""
+    calls: list[tuple[int | None, tuple[Any, ...], dict[str, Any]]]
+    calls = [(None, args, kwargs)] if mode == "call" else [
+        (item_index + offset, tuple(item) if mode == "starchunk" else (item,), {})
+        for offset, item in enumerate(args[0])]
+    for item, item_args, item_kwargs in calls:
+        labels = _targets.argument_labels(target, item_args, item_kwargs)
+        for position, (label, value) in enumerate(labels):
+            culprit = _wire.find_culprit(value, label)
+            if culprit is not None:
+                root = ("arguments", [name for name, _ in labels], position)
+                return ShareabilityError(culprit.path, culprit.value_type, culprit.reason,
+                                         item_index=item, tree=[root, *culprit.levels])
+    return ShareabilityError("the arguments", "tuple", "pickling the request failed")

@@ -1,0 +1,177 @@
+"""ClusterPool when processes come and go: init everywhere, workers that
+join later, a dask worker process killed mid-map, a lost scheduler, exit."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("distributed")
+
+from dask_support import CLUSTER_LIMIT, INIT, local_cluster
+from support import wait_until
+
+from interp_rpc import PoolBrokenError, WorkerDiedError
+from interp_rpc.dask import ClusterPool
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def marks(directory: Path) -> set[int]:
+    """The pids of the processes whose subinterpreters ran the marking init."""
+    return {int(p.name.split("-")[0]) for p in directory.iterdir()}
+
+
+def test_init_runs_in_every_process_and_in_one_that_joins_later(tmp_path: Path) -> None:
+    init = f"{INIT}; clustertasks.mark_process({str(tmp_path)!r})"
+    with local_cluster(2) as (cluster, client), ClusterPool(client, init=init) as pool:
+        pids = set(client.run(os.getpid).values())
+        assert marks(tmp_path) == pids
+        assert len(list(tmp_path.iterdir())) == 2  # one subinterpreter per 1-thread process
+        cluster.scale(3)
+        wait_until(lambda: len(pool.processes()) == 3, CLUSTER_LIMIT, "the third process")
+        pids = set(client.run(os.getpid).values())
+        assert len(pids) == 3 and marks(tmp_path) == pids
+        assert pool.workers == 3
+        # The newcomer takes calls: a map spread over every process reaches it.
+        ran = {pid for pid, _ in pool.map("clustertasks.where", range(300), chunksize=1)}
+        assert ran == pids
+
+
+def run_blocked_map(pool: ClusterPool, directory: Path, gate: Path,
+                    outcome: dict[str, Any]) -> threading.Thread:
+    def run() -> None:
+        try:
+            outcome["result"] = pool.map("clustertasks.block_in", [str(directory)] * 4,
+                                         [str(gate)] * 4, range(4), chunksize=1)
+        except BaseException as exc:
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize("retries", [0, 1])
+def test_killing_a_process_mid_map(tmp_path: Path, retries: int) -> None:
+    started, gate = tmp_path / "started", tmp_path / "gate"
+    started.mkdir()
+    outcome: dict[str, Any] = {}
+    with local_cluster(2) as (_, client), ClusterPool(client, init=INIT,
+                                                      retries=retries) as pool:
+        thread = run_blocked_map(pool, started, gate, outcome)
+        try:
+            running = wait_until(lambda: len(marks(started)) == 2 and marks(started),
+                                 CLUSTER_LIMIT, "items running in both processes")
+            victim = min(running)
+            os.kill(victim, signal.SIGKILL)
+            if retries:
+                # Its items run again in the other process; let them all finish.
+                wait_until(lambda: any(p.name.startswith(f"{pid}-") for p in started.iterdir()
+                                       for pid in running - {victim}), CLUSTER_LIMIT)
+            else:
+                thread.join(CLUSTER_LIMIT)
+                assert not thread.is_alive(), "the map hung after its worker died"
+        finally:
+            gate.touch()
+            thread.join(CLUSTER_LIMIT)
+        assert not thread.is_alive()
+        if retries:
+            assert outcome.get("result") == [0, 1, 2, 3], outcome
+        else:
+            error = outcome.get("error")
+            assert isinstance(error, WorkerDiedError), outcome
+            assert f"process {victim}" in str(error)
+        # The pool goes on serving with the process that is left (and the
+        # nanny's replacement, once it joins).
+        assert pool.call("math.sqrt", 4.0, timeout=CLUSTER_LIMIT) == 2.0
+
+
+def test_a_lost_scheduler_fails_calls_instead_of_hanging(tmp_path: Path) -> None:
+    scheduler_file = tmp_path / "scheduler.json"
+    gate = tmp_path / "gate"
+    env = {**os.environ, "DASK_DISTRIBUTED__WORKER__DAEMON": "False"}
+    # What users type on their hosts: `dask scheduler` and `dask worker`.
+    dask = shutil.which("dask")
+    assert dask is not None, "the dask command is missing"
+    scheduler = subprocess.Popen(
+        [sys.executable, dask, "scheduler", "--no-dashboard",
+         "--host", "127.0.0.1", "--port", "0", "--scheduler-file", str(scheduler_file)],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    worker = None
+    try:
+        wait_until(scheduler_file.exists, CLUSTER_LIMIT, "the scheduler file")
+        worker = subprocess.Popen(
+            [sys.executable, dask, "worker", "--scheduler-file",
+             str(scheduler_file), "--nthreads", "1", "--no-dashboard"],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        import distributed
+
+        client = distributed.Client(scheduler_file=str(scheduler_file), timeout=CLUSTER_LIMIT)
+        try:
+            client.wait_for_workers(1, timeout=CLUSTER_LIMIT)
+            pool = ClusterPool(client, init=INIT)
+            try:
+                assert pool.call("math.sqrt", 9.0) == 3.0
+                pending = pool.submit("clustertasks.block_in", str(tmp_path), str(gate), 1)
+                wait_until(lambda: any(p.name.endswith("-1") for p in tmp_path.iterdir()),
+                           CLUSTER_LIMIT, "the call to start")
+                scheduler.kill()
+                began = time.monotonic()
+                with pytest.raises(PoolBrokenError, match="lost the connection"):
+                    pending.result(timeout=CLUSTER_LIMIT)
+                with pytest.raises(PoolBrokenError):
+                    pool.call("math.sqrt", 1.0, timeout=CLUSTER_LIMIT)
+                assert time.monotonic() - began < CLUSTER_LIMIT
+            finally:
+                gate.touch()
+                pool.close(wait=False, timeout=5)
+        finally:
+            client.close(timeout=5)
+    finally:
+        for process in (worker, scheduler):
+            if process is not None:
+                process.kill()
+                process.wait(CLUSTER_LIMIT)
+
+
+def run_script(tmp_path: Path, body: str) -> subprocess.CompletedProcess[str]:
+    script = tmp_path / "script.py"
+    script.write_text(textwrap.dedent(body))
+    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=CLUSTER_LIMIT * 3, cwd=tmp_path)
+
+
+def test_a_script_that_never_closes_its_pool_exits(tmp_path: Path) -> None:
+    done = run_script(tmp_path, f"""
+        from interp_rpc.dask import ClusterPool
+
+        if __name__ == "__main__":
+            pool = ClusterPool(processes=2, init={INIT!r})
+            print(pool.map("math.sqrt", [1.0, 4.0, 9.0]))
+    """)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[1.0, 2.0, 3.0]"
+
+
+def test_a_script_importing_psutil_can_use_a_cluster_pool(tmp_path: Path) -> None:
+    done = run_script(tmp_path, f"""
+        import psutil
+        from interp_rpc.dask import ClusterPool
+
+        if __name__ == "__main__":
+            with ClusterPool(processes=2, init={INIT!r}) as pool:
+                print(pool.call("math.sqrt", 16.0), psutil.cpu_count() > 0)
+    """)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "4.0 True"

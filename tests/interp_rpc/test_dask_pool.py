@@ -1,0 +1,202 @@
+"""ClusterPool against a LocalCluster of 2 processes: calls, maps, errors."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("distributed")
+
+from dask_support import CLUSTER_LIMIT, INIT, local_cluster
+
+from interp_rpc import (
+    CallTimeoutError,
+    InterpreterPool,
+    PoolClosedError,
+    PoolInitError,
+    RemoteError,
+    ShareabilityError,
+    TargetResolutionError,
+)
+from interp_rpc.dask import ClusterPool, ClusterWorker
+
+pytestmark = pytest.mark.timeout(240)
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[tuple[Any, Any]]:
+    with local_cluster(2) as pair:
+        yield pair
+
+
+@pytest.fixture(scope="module")
+def pool(cluster: tuple[Any, Any]) -> Iterator[ClusterPool]:
+    pool = ClusterPool(cluster[1], init=INIT)
+    try:
+        yield pool
+    finally:
+        pool.close(timeout=CLUSTER_LIMIT)
+
+
+def worker_pids(client: Any) -> set[int]:
+    return set(client.run(os.getpid).values())
+
+
+def test_call_runs_in_a_dask_worker_process(pool: ClusterPool, cluster: Any) -> None:
+    pid, value = pool.call("clustertasks.where", {"n": 7}, timeout=CLUSTER_LIMIT)
+    assert value == {"n": 7}
+    assert pid in worker_pids(cluster[1]) and pid != os.getpid()
+    assert pool.call("math.sqrt", 16.0) == 4.0
+
+
+def test_one_subinterpreter_per_dask_thread(pool: ClusterPool) -> None:
+    assert pool.workers == 2
+    assert len(pool.processes()) == 2
+    assert sorted(int(w.index) for w in pool.status()) == [0, 1]
+
+
+def test_map_of_1000_items_is_in_order_and_uses_both_processes(pool: ClusterPool,
+                                                              cluster: Any) -> None:
+    results = pool.map("clustertasks.where", range(1000), timeout=CLUSTER_LIMIT)
+    assert [value for _, value in results] == list(range(1000))
+    assert {pid for pid, _ in results} == worker_pids(cluster[1])
+
+
+def test_map_with_several_iterables_and_a_chunksize(pool: ClusterPool) -> None:
+    assert pool.map("operator.add", range(10), range(100, 110), chunksize=3) == [
+        a + b for a, b in zip(range(10), range(100, 110), strict=True)]
+    assert pool.map("math.sqrt", []) == []
+
+
+def test_submit_returns_a_concurrent_future(pool: ClusterPool) -> None:
+    futures = [pool.submit("operator.mul", i, 3) for i in range(20)]
+    assert [f.result(timeout=CLUSTER_LIMIT) for f in futures] == [i * 3 for i in range(20)]
+    done = threading.Event()
+    future = pool.submit("math.sqrt", 9.0)
+    future.add_done_callback(lambda _: done.set())
+    assert done.wait(CLUSTER_LIMIT) and future.result() == 3.0
+
+
+def test_remote_error_says_type_message_traceback_and_where(pool: ClusterPool,
+                                                            cluster: Any) -> None:
+    with pytest.raises(RemoteError) as caught:
+        pool.call("clustertasks.fail", "no good")
+    err = caught.value
+    assert (err.remote_type_name, err.remote_module, err.remote_message) == (
+        "ValueError", "builtins", "no good")
+    assert "clustertasks.py" in err.remote_traceback and "raise ValueError" in err.remote_traceback
+    worker = err.worker
+    assert isinstance(worker, ClusterWorker)
+    assert worker.pid in worker_pids(cluster[1])
+    assert worker.address in cluster[1].scheduler_info()["workers"]
+    assert worker.subinterpreter == 0 and worker.host
+    assert f"process {worker.pid}" in str(err) and worker.address in str(err)
+
+
+def test_a_failing_map_item_is_named_by_its_index(pool: ClusterPool) -> None:
+    with pytest.raises(RemoteError) as caught:
+        pool.map("math.sqrt", [4.0] * 37 + [-1.0] + [9.0] * 10, chunksize=5)
+    assert caught.value.item_index == 37
+    assert caught.value.remote_type_name == "ValueError"
+
+
+def test_unshareable_argument_fails_locally_with_the_local_pools_path(
+        pool: ClusterPool) -> None:
+    bad = {"rows": [1, 2, threading.Lock()]}
+    before = pool.stats().calls
+    with pytest.raises(ShareabilityError) as remote:
+        pool.call("clustertasks.where", bad)
+    assert pool.stats().calls == before  # nothing was sent
+    with InterpreterPool(workers=1) as local, pytest.raises(ShareabilityError) as here:
+        local.call("clustertasks.where", bad)
+    assert remote.value.argument_path == here.value.argument_path
+    assert remote.value.argument_path.endswith("['rows'][2]")
+    assert str(remote.value) == str(here.value)
+    with pytest.raises(ShareabilityError) as item:
+        pool.map("clustertasks.where", [1, 2, threading.Lock()], chunksize=1)
+    assert item.value.item_index == 2
+
+
+def test_unshareable_result_names_the_value(pool: ClusterPool) -> None:
+    with pytest.raises(ShareabilityError) as caught:
+        pool.call("clustertasks.unshareable_result")
+    assert "['lock']" in caught.value.argument_path
+
+
+def test_target_errors(pool: ClusterPool) -> None:
+    with pytest.raises(TargetResolutionError, match="lambda"):
+        pool.call(lambda: 1)
+    with pytest.raises(TargetResolutionError) as caught:
+        pool.call("no_such_module_anywhere.f")
+    assert caught.value.failed_part == "no_such_module_anywhere"
+
+
+def test_timeout_stops_waiting_only(pool: ClusterPool, tmp_path: Path) -> None:
+    gate = tmp_path / "gate"
+    with pytest.raises(CallTimeoutError) as caught:
+        pool.call("clustertasks.block_in", str(tmp_path), str(gate), "slow", timeout=0.5)
+    assert caught.value.timeout == 0.5
+    # The call went on running: it finishes once the gate opens.
+    gate.touch()
+    later = pool.submit("clustertasks.where", "after")
+    assert later.result(timeout=CLUSTER_LIMIT)[1] == "after"
+    assert [p.name.split("-", 1)[1] for p in tmp_path.iterdir() if p.name != "gate"] == ["slow"]
+
+
+def test_map_timeout_counts_what_finished(pool: ClusterPool, tmp_path: Path) -> None:
+    gate = tmp_path / "gate"
+    items = [(str(tmp_path), str(gate), i) for i in range(4)]
+    try:
+        with pytest.raises(CallTimeoutError) as caught:
+            pool.map("clustertasks.block_in", *zip(*items, strict=True), timeout=0.5,
+                     chunksize=1)
+        assert (caught.value.completed, caught.value.total) == (0, 4)
+    finally:
+        gate.touch()
+
+
+def test_init_failure_names_the_dask_workers(cluster: Any) -> None:
+    with pytest.raises(PoolInitError) as caught:
+        ClusterPool(cluster[1], init="raise ValueError('bad init')")
+    failures = caught.value.failures
+    addresses = {f.worker.address for f in failures if isinstance(f.worker, ClusterWorker)}
+    assert addresses == set(cluster[1].scheduler_info()["workers"])
+    assert all(f.error is not None and f.error.remote_message == "bad init" for f in failures)
+    assert "bad init" in str(caught.value)
+    # The failed pool left nothing behind: the cluster serves a new one.
+    with ClusterPool(cluster[1], init=INIT) as again:
+        assert again.call("math.sqrt", 4.0) == 2.0
+
+
+def test_closed_pool_refuses_calls(cluster: Any) -> None:
+    pool = ClusterPool(cluster[1], init=INIT)
+    assert pool.call("math.sqrt", 1.0) == 1.0
+    pool.close()
+    with pytest.raises(PoolClosedError):
+        pool.call("math.sqrt", 1.0)
+    with pytest.raises(PoolClosedError):
+        pool.map("math.sqrt", [1.0])
+    pool.close()  # closing twice is harmless
+    assert cluster[1].status == "running"  # a client the caller gave is theirs to close
+
+
+def test_status_stats_and_records_cover_every_process(pool: ClusterPool) -> None:
+    pool.call("math.sqrt", 1.0)
+    seen = pool.call_records()[-1].seq
+    pool.map("math.sqrt", [float(i) for i in range(64)], chunksize=8)
+    records = pool.call_records(after=seen)
+    assert len(records) == 8 and sum(r.item_count for r in records) == 64
+    assert {r.worker.pid for r in records if isinstance(r.worker, ClusterWorker)} == {
+        pid for _, _, pid, _ in pool.processes()}
+    last = records[-1].seq
+    pool.call("math.sqrt", 1.0)
+    newer = pool.call_records(after=last)
+    assert len(newer) == 1 and newer[0].seq == last + 1
+    assert pool.stats().items >= 65
+    assert all(w.state in ("idle", "busy") for w in pool.status())
+
