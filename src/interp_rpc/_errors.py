@@ -33,7 +33,11 @@ class RemoteError(InterpRpcError):
     """The target raised an exception inside a worker.
 
     The original exception object cannot cross the interpreter boundary, only
-    its description does, so ``isinstance(err, YourError)`` is False: branch on
+    its description does. When the caller can find the original class under
+    the same qualified name (builtins always; other classes when their module
+    is importable here), the error raised is an instance of a subclass of both
+    RemoteError and that class, so ``except ZeroDivisionError`` catches it.
+    Otherwise ``isinstance(err, YourError)`` is False: branch on
     ``remote_type_name`` (and ``remote_module``) instead.
     """
 
@@ -172,8 +176,9 @@ class PoolBrokenError(InterpRpcError):
     """Every worker of the pool has died; nothing is left to run calls."""
 
 
-class PoolClosedError(InterpRpcError):
-    """The pool was closed before the call could run."""
+class PoolClosedError(InterpRpcError, RuntimeError):
+    """The pool was closed before the call could run (a RuntimeError, as the
+    stdlib executors raise after shutdown)."""
 
 
 class WorkerInitFailure:

@@ -31,7 +31,7 @@ from interp_rpc._errors import (
 from interp_rpc._futures import CallFuture
 from interp_rpc._profiling import ProfileRecorder, ProfileSession
 from interp_rpc._records import CallRecord, PoolStats, WorkerStatus
-from interp_rpc._validation import check_timeout
+from interp_rpc._validation import check_timeout, check_workers
 
 __all__ = ["CallRecord", "InterpreterPool", "PoolStats", "WorkerStatus"]
 
@@ -46,15 +46,16 @@ class InterpreterPool(Executor):
 
     ``init`` is source code run once in every worker before it serves calls;
     ``init_timeout`` bounds how long the constructor waits for every worker to
-    be ready (None: no limit).
+    be ready (None: no limit). ``max_workers``, the Executor spelling of
+    ``workers``, takes precedence when given.
     """
 
     def __init__(self, workers: int = 4, init: str | None = None,
-                 init_timeout: float | None = 30.0) -> None:
-        if isinstance(workers, bool) or not isinstance(workers, int):
-            raise TypeError(f"workers must be an int, not {type(workers).__name__}")
-        if workers < 1:
-            raise ValueError(f"workers must be at least 1, not {workers}")
+                 init_timeout: float | None = 30.0, *, max_workers: int | None = None) -> None:
+        if max_workers is not None:  # the Executor spelling, which wins
+            workers = check_workers("max_workers", max_workers)
+        else:
+            check_workers("workers", workers)
         if init is not None and not isinstance(init, str):
             raise TypeError(f"init must be source code (a str) or None, not {type(init).__name__}")
         check_timeout("init_timeout", init_timeout)

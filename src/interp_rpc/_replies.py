@@ -6,7 +6,7 @@ from __future__ import annotations
 from concurrent.futures import CancelledError
 from typing import Any
 
-from interp_rpc import _targets, _wire
+from interp_rpc import _remote_classes, _targets, _wire
 from interp_rpc._errors import (
     InterpRpcError,
     PoolBrokenError,
@@ -62,11 +62,13 @@ def reply_value(status: int, kind: int, reply: bytes, worker: int, target: objec
 
 def remote_error(info: dict[str, str], *, target: str, worker: int | None,
                  item_index: int | None = None) -> RemoteError:
-    """The RemoteError for a worker's describe_exception() of what it raised."""
-    return RemoteError(remote_type_name=info["type_name"], remote_module=info["module"],
-                       remote_message=info["message"], remote_traceback=info["traceback"],
-                       remote_qualname=info.get("qualname"), target=target, worker=worker,
-                       item_index=item_index)
+    """The RemoteError for a worker's describe_exception() of what it raised
+    (also an instance of the original class when the caller has it)."""
+    return _remote_classes.remote_error(
+        remote_type_name=info["type_name"], remote_module=info["module"],
+        remote_message=info["message"], remote_traceback=info["traceback"],
+        remote_qualname=info.get("qualname"), target=target, worker=worker,
+        item_index=item_index)
 
 
 def refusal(status: str | int, name: str) -> InterpRpcError:

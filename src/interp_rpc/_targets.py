@@ -19,9 +19,10 @@ from typing import Any
 
 from interp_rpc._errors import TargetResolutionError
 
-# What a request carries: ("path", "pkg.module.Class.method"), or for a
+# What a request carries: ("path", "pkg.module.Class.method"); for a
 # function defined interactively, ("code", marshalled code, name, pickled
-# defaults): see _by_value().
+# defaults): see _by_value(); for a bound method, ("pickled", its pickle,
+# display name): see _bound_method().
 TargetSpec = tuple[str | bytes, ...]
 
 _DEFINE_IN_WORKERS = (
@@ -94,9 +95,35 @@ def normalize(target: object) -> tuple[TargetSpec, str]:
             f"target must be a callable or a dotted path string, not {type(target).__name__}",
             target=repr(target),
         )
+    owner = getattr(target, "__self__", None)
+    if owner is not None and not isinstance(owner, type | types.ModuleType):
+        spec = _bound_method(target)
+        if spec is not None:
+            return spec, describe(target)
     if getattr(target, "__module__", None) == "__main__" and main_module_spec() is None:
         return _by_value(target), describe(target)
     return ("path", _reference_of(target)), describe(target)
+
+
+def _bound_method(method: Callable[..., Any]) -> TargetSpec | None:
+    """A method bound to an instance crosses by value, as with
+    ProcessPoolExecutor: pickle sends the instance and the method's name.
+    None for a method that _reference_of must refuse (defined in a function,
+    a lambda), so that its message is the same as for plain functions."""
+    qualname = getattr(method, "__qualname__", None)
+    if not isinstance(qualname, str) or "<locals>" in qualname or "<lambda>" in qualname:
+        return None
+    try:
+        data = pickle.dumps(method, protocol=5)
+    except Exception as exc:
+        owner = type(getattr(method, "__self__", None)).__name__
+        name = describe(method)
+        raise TargetResolutionError(
+            f"target {name!r} is a method bound to a {owner} instance, and that instance "
+            f"cannot be sent to a worker ({exc}); make it picklable, or call a module-level "
+            "function that takes the data it needs as arguments",
+            target=name, failed_part=qualname) from None
+    return ("pickled", data, describe(method))
 
 
 def _by_value(fn: Callable[..., Any]) -> TargetSpec:

@@ -140,8 +140,22 @@ class _View:
         self.shape = shape
 
     def __reduce_ex__(self, protocol: SupportsIndex) -> Any:
-        # A builtin as the rebuilding callable: the worker needs no import.
-        return memoryview.cast, (self.buffer, self.format, self.shape)
+        # Builtins as the rebuilding callables: the worker needs no import.
+        return memoryview.cast, (_AsView(self.buffer), self.format, self.shape)
+
+
+class _AsView:
+    """An out-of-band buffer, loaded as a memoryview whatever object the
+    loader was given for it (the engine gives memoryviews; other transports
+    may give bytes)."""
+
+    __slots__ = ("buffer",)
+
+    def __init__(self, buffer: pickle.PickleBuffer) -> None:
+        self.buffer = buffer
+
+    def __reduce_ex__(self, protocol: SupportsIndex) -> Any:
+        return memoryview, (self.buffer,)
 
 
 def _castable(view: memoryview) -> str | None:

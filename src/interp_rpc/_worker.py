@@ -257,6 +257,10 @@ def _rebuild_function(code_bytes: bytes, qualname: str, defaults: bytes) -> Call
 
 
 def resolve(spec: tuple[str, ...]) -> Callable[..., Any]:
+    if spec[0] == "pickled":
+        # A bound method: its instance is the caller's state at this call,
+        # so it is loaded afresh every time, never cached.
+        return wire.loads(spec[1])  # type: ignore[no-any-return]
     fn = _targets.get(spec)
     if fn is None:
         if spec[0] == "path":
@@ -301,7 +305,7 @@ def execute(request: memoryview, buffers: list[memoryview]) -> tuple[int, bytes,
         reply = {"message": str(exc), "failed_part": exc.failed_part}
         return wire.TARGET_UNRESOLVED, wire.dumps(reply), loaded - started, 0
     except ScriptImportError as exc:
-        what = target_spec[1]
+        what = target_spec[1] if target_spec[0] == "path" else target_spec[2]
         reply = {"message": f"cannot resolve target {what!r}: {exc.advice()}",
                  "failed_part": exc.wanted}
         return wire.TARGET_UNRESOLVED, wire.dumps(reply), loaded - started, 0

@@ -47,7 +47,8 @@ py::str ask_frontend(interpreter& owner, bool allow_stdin, const py::object& pro
       interrupter::input_wait interruptible(owner.interrupts());
       value = wait_for_input(owner, text, password);
     } catch (const std::exception& e) {
-      // zmq gives up waiting with EINTR when the interrupt's SIGINT arrives.
+      // The server ends the wait when an interrupt cancels it; the interrupt
+      // tripped the KeyboardInterrupt.
       py::gil_scoped_acquire gil;
       if (PyErr_CheckSignals() != 0) {
         throw py::error_already_set();

@@ -11,7 +11,7 @@
 // Output from any thread. Any thread may publish, with or without the GIL:
 // Python code through print and display, C++ code (the pool's status
 // publisher) through xeus::get_interpreter()'s publish_stream, display_data,
-// update_display_data... The message goes to IOPub through serialized_server,
+// update_display_data... The message goes to IOPub through kernel_server,
 // with the parent chosen by output_parent.
 //
 // Startup. configure() leaves IPython's import to a thread, so that the kernel

@@ -2,14 +2,20 @@
 
 #include <Python.h>
 
-#include <chrono>
 #include <csignal>
-#include <ctime>
-#include <thread>
 
 namespace interp_rpc::kernel {
 
 namespace {
+
+// The signal that wakes the main thread from a blocking call. A real-time
+// signal, so that it is never one a library or the user relies on; it is
+// only ever sent to the main thread.
+int wake_signal() { return SIGRTMIN + 3; }
+
+// Does nothing: arriving is its whole purpose. Without SA_RESTART, so that
+// the call it interrupts fails with EINTR.
+void on_wake(int) {}
 
 void set_sigint_blocked(bool blocked) {
   sigset_t set;
@@ -18,42 +24,28 @@ void set_sigint_blocked(bool blocked) {
   pthread_sigmask(blocked ? SIG_BLOCK : SIG_UNBLOCK, &set, nullptr);
 }
 
-// A SIGINT sent to this thread that is still pending (sent just before the
-// window closed): take it, so that unblocking SIGINT later does not deliver it.
-void consume_pending_sigint() {
-  sigset_t pending;
-  sigpending(&pending);
-  if (sigismember(&pending, SIGINT) == 1) {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    const timespec no_wait{0, 0};
-    sigtimedwait(&set, nullptr, &no_wait);
-  }
-}
-
-// Sending SIGINT is only safe while the process handles it: with SIG_DFL it
-// would kill the kernel, and with SIG_IGN it is pointless.
-bool sigint_is_handled() {
-  struct sigaction current {};
-  sigaction(SIGINT, nullptr, &current);
-  if ((current.sa_flags & SA_SIGINFO) != 0) {
-    return true;
-  }
-  return current.sa_handler != SIG_DFL && current.sa_handler != SIG_IGN;
-}
+void unblock_sigint_in_child() { set_sigint_blocked(false); }
 
 }  // namespace
 
-void block_sigint_in_this_thread() { set_sigint_blocked(true); }
+void block_sigint_in_this_thread() {
+  set_sigint_blocked(true);
+  // A process forked by a cell (multiprocessing's fork, pexpect behind `!cmd`)
+  // runs code that expects the usual mask.
+  pthread_atfork(nullptr, nullptr, unblock_sigint_in_child);
+}
 
-interrupter::interrupter() : m_main_thread(pthread_self()) {}
+interrupter::interrupter() : m_main_thread(pthread_self()) {
+  struct sigaction action {};
+  action.sa_handler = on_wake;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = 0;
+  sigaction(wake_signal(), &action, nullptr);
+}
 
 void interrupter::open() {
   std::lock_guard lock(m_mutex);
-  if (m_depth++ == 0) {
-    set_sigint_blocked(false);
-  }
+  ++m_depth;
   if (m_stopping) {
     PyErr_SetInterrupt();
   }
@@ -65,8 +57,6 @@ void interrupter::close() {
     if (m_depth == 0 || --m_depth > 0) {
       return;
     }
-    set_sigint_blocked(true);
-    consume_pending_sigint();
   }
   // From here on no interrupt can be requested, so a tripped SIGINT handler is
   // stale: run the handlers now and drop the KeyboardInterrupt they raise.
@@ -93,18 +83,13 @@ interrupter::request_guard::~request_guard() {
 interrupter::input_wait::input_wait(interrupter& owner) : m_owner(owner) {
   std::lock_guard lock(m_owner.m_mutex);
   m_owner.m_waiting_for_input = true;
-  ++m_owner.m_input_waits;
+  m_owner.m_input_cancel.drain();  // an interrupt of an earlier wait
 }
 
 interrupter::input_wait::~input_wait() {
   std::lock_guard lock(m_owner.m_mutex);
   m_owner.m_waiting_for_input = false;
-  // A repeated SIGINT may still be pending: take it now, so that it does not
-  // interrupt the code that handles the first one. The interrupt itself is
-  // not lost: PyErr_SetInterrupt tripped the handler.
-  set_sigint_blocked(true);
-  consume_pending_sigint();
-  set_sigint_blocked(m_owner.m_depth == 0);
+  m_owner.m_input_cancel.drain();
 }
 
 void interrupter::stop() {
@@ -116,29 +101,17 @@ void interrupter::stop() {
 }
 
 bool interrupter::interrupt() {
-  std::unique_lock lock(m_mutex);
+  std::lock_guard lock(m_mutex);
   if (m_depth == 0) {
     return false;
   }
-  // Async-signal-safe and GIL-free: trips the handler even if the signal
-  // below is delayed or the user installed a handler of their own.
+  // Async-signal-safe and GIL-free. If the user's code replaced SIGINT's
+  // handler, this calls theirs; if it ignores SIGINT, this does nothing.
   PyErr_SetInterrupt();
-  if (!sigint_is_handled()) {
-    return true;
+  if (m_waiting_for_input) {
+    m_input_cancel.notify();
   }
-  pthread_kill(m_main_thread, SIGINT);
-  // See input_wait. A few milliseconds at most: the first signal that finds
-  // the receive running ends the wait.
-  const unsigned wait = m_input_waits;
-  for (int attempt = 0; attempt < 200 && m_waiting_for_input && m_input_waits == wait;
-       ++attempt) {
-    lock.unlock();
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    lock.lock();
-    if (m_waiting_for_input && m_input_waits == wait) {
-      pthread_kill(m_main_thread, SIGINT);
-    }
-  }
+  pthread_kill(m_main_thread, wake_signal());
   return true;
 }
 

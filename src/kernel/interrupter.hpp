@@ -1,27 +1,33 @@
 // Interrupting the Python code the main thread runs for a request.
 //
 // Jupyter's interrupt_request arrives on the control thread. CPython raises
-// KeyboardInterrupt only in the main thread, when its SIGINT handler has run:
-// PyErr_SetInterrupt() trips that handler from any thread, and a SIGINT sent to
-// the main thread also wakes it from a blocking call (time.sleep, a lock, a
-// socket), which then checks for signals.
+// KeyboardInterrupt only in the main thread, once its SIGINT handler has
+// been tripped: PyErr_SetInterrupt() trips it from any thread, exactly once
+// per interrupt. A blocking call (time.sleep, a lock, a socket) must also be
+// woken: a private "wake" signal, sent to the main thread alone, makes it
+// fail with EINTR, and CPython then checks for the tripped handler.
 //
-// A SIGINT must never reach a thread that is polling zmq: xeus-zmq does not
-// retry on EINTR, so the poll would throw and end the kernel. Hence SIGINT is
-// blocked in every thread (block_sigint_in_this_thread() in main(), before any
-// thread exists, so that all threads inherit the mask) and the main thread
-// unblocks it only while the window is open.
+// SIGINT itself is blocked in every thread, for the life of the kernel
+// (block_sigint_in_this_thread() in main(), before any thread exists, so that
+// all threads inherit the mask, including those a cell starts): the kernel's
+// interrupts come as messages, and a SIGINT that tripped the handler a
+// second time would raise a second KeyboardInterrupt, in IPython's handling
+// of the first, and turn the cell's error into a success. Forked children get
+// SIGINT unblocked again.
 //
-// The window is open only while the user's code runs (IPython's run_code, a
-// comm callback), not while IPython does its own bookkeeping around it: a
-// KeyboardInterrupt raised right after a `with lock:` acquired its lock skips
-// the release (CPython raises it before the with block is set up), and the
-// lock of IPython's history, leaked that way, deadlocks the next cell.
+// The window. An interrupt is raised only while the user's code runs
+// (IPython's run_code, a comm callback), not while IPython does its own
+// bookkeeping around it: a KeyboardInterrupt raised right after a `with
+// lock:` acquired its lock skips the release (CPython raises it before the
+// with block is set up), and the lock of IPython's history, leaked that way,
+// deadlocks the next cell.
 #pragma once
 
 #include <pthread.h>
 
 #include <mutex>
+
+#include "kernel/wake_pipe.hpp"
 
 namespace interp_rpc::kernel {
 
@@ -65,9 +71,8 @@ class interrupter {
   };
 
   // Main thread, without the GIL, while it waits for the frontend's answer to
-  // an input request. The wait ends only when a SIGINT interrupts its zmq
-  // receive, and a SIGINT sent just before the receive began is lost: while
-  // this lives, interrupt() sends SIGINT again until the wait ends.
+  // an input request: an interrupt makes input_cancel_fd() readable, which
+  // ends the wait (the server polls it).
   class input_wait {
    public:
     explicit input_wait(interrupter& owner);
@@ -78,6 +83,7 @@ class interrupter {
    private:
     interrupter& m_owner;
   };
+  int input_cancel_fd() const noexcept { return m_input_cancel.fd(); }
 
   // Any thread (the control thread). Returns whether the window was open.
   bool interrupt();
@@ -90,12 +96,12 @@ class interrupter {
 
  private:
   pthread_t m_main_thread;
+  wake_pipe m_input_cancel;
   std::mutex m_mutex;
   // Guarded by m_mutex:
-  int m_depth = 0;                  // open windows
+  int m_depth = 0;  // open windows
   bool m_waiting_for_input = false;
   bool m_stopping = false;
-  unsigned m_input_waits = 0;       // tells one wait from the next
 };
 
 }  // namespace interp_rpc::kernel

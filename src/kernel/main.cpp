@@ -17,8 +17,8 @@
 #include "kernel/history.hpp"
 #include "kernel/interpreter.hpp"
 #include "kernel/interrupter.hpp"
+#include "kernel/kernel_server.hpp"
 #include "kernel/python_config.hpp"
-#include "kernel/serialized_server.hpp"
 
 namespace py = pybind11;
 namespace kernel = interp_rpc::kernel;
@@ -35,7 +35,8 @@ void run(const std::string& connection_file, const char* argv0) {
   kernel::interpreter& interpreter = *owned_interpreter;
   xeus::xkernel xkernel(xeus::load_configuration(connection_file), xeus::get_user_name(),
                         xeus::make_zmq_context(), std::move(owned_interpreter),
-                        kernel::make_serialized_shell_main_server,
+                        kernel::make_kernel_server_builder(
+                            interpreter.interrupts().input_cancel_fd()),
                         std::make_unique<kernel::ipython_history>(
                             [&interpreter] { return interpreter.shell(); }));
   // Python outlives xeus: whichever way start() ends, detach while xeus's
@@ -55,7 +56,7 @@ int main(int argc, char* argv[]) {
     return 0;
   }
   // Before any thread exists, so that every thread inherits it (see
-  // interrupter.hpp): SIGINT reaches the main thread only while it runs a cell.
+  // interrupter.hpp): interrupts come as messages, never as SIGINT.
   kernel::block_sigint_in_this_thread();
   const std::string connection_file = xeus::extract_filename(argc, argv);
   if (connection_file.empty()) {

@@ -9,7 +9,7 @@
 //
 // Every method runs with the GIL held (they are called from Python), which is
 // what serializes access to the buffer between Python threads; publishing goes
-// through xeus, which is safe from any thread here (see serialized_server).
+// through xeus, which is safe from any thread here (see kernel_server).
 #pragma once
 
 #include <string>

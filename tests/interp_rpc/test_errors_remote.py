@@ -66,7 +66,10 @@ def test_str_stitches_message_and_traceback_together(module_pool: InterpreterPoo
     assert "pooltasks.chained_failure" in text  # which call
 
 
-def test_it_is_not_an_instance_of_the_remote_class(module_pool: InterpreterPool) -> None:
+def test_a_class_whose_constructor_differs_is_not_combined(module_pool: InterpreterPool
+                                                            ) -> None:
+    # ValidationError(field, message) cannot be built from a message alone,
+    # so it arrives as a plain RemoteError (see test_remote_classes.py).
     err = catch(module_pool, "mymodule.save", {})
     assert not isinstance(err, mymodule.ValidationError)
     assert not isinstance(err, ValueError)

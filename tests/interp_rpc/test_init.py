@@ -172,8 +172,10 @@ def test_ordinary_import_error_is_not_reported_as_a_refused_extension() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "error", "words"),
     [
-        ({"workers": 0}, ValueError, "workers must be at least 1"),
-        ({"workers": -3}, ValueError, "workers must be at least 1"),
+        ({"workers": 0}, ValueError, "workers must be greater than 0"),
+        ({"workers": -3}, ValueError, "workers must be greater than 0"),
+        ({"max_workers": 0}, ValueError, "max_workers must be greater than 0"),
+        ({"max_workers": "2"}, TypeError, "max_workers must be an int, not str"),
         ({"workers": "2"}, TypeError, "workers must be an int, not str"),
         ({"workers": 2.0}, TypeError, "workers must be an int, not float"),
         ({"workers": True}, TypeError, "workers must be an int, not bool"),
@@ -201,3 +203,9 @@ def test_init_none_and_defaults() -> None:
         assert pool.call("os.getcwd") == os.getcwd()
     with InterpreterPool() as pool:
         assert pool.workers == 4
+
+
+def test_max_workers_is_the_executor_spelling_of_workers() -> None:
+    with InterpreterPool(max_workers=1) as pool:
+        assert pool.workers == 1
+        assert pool.call("math.sqrt", 4.0) == 2.0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -70,14 +71,37 @@ def make_nested() -> Callable[[int], int]:
 
 
 class Service:
+    def __init__(self, offset: int = 0) -> None:
+        self.offset = offset
+
+    def handle(self, x: int) -> int:
+        return x + self.offset
+
+    def bump(self) -> int:
+        self.offset += 1
+        return self.offset
+
+
+class Holder:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+
     def handle(self, x: int) -> int:
         return x
+
+
+def make_local_class() -> Any:
+    class Local:
+        def handle(self, x: int) -> int:
+            return x
+
+    return Local()
 
 
 CLOSURE = make_closure()
 NESTED = make_nested()
 LAMBDA = lambda x: x  # noqa: E731 - a module-level lambda is still a lambda
-BOUND = Service().handle
+UNPICKLABLE_BOUND = Holder().handle
 
 
 @pytest.mark.parametrize(
@@ -87,10 +111,12 @@ BOUND = Service().handle
         (NESTED, "is defined inside a function"),
         (LAMBDA, "is a lambda"),
         (lambda x: x, "is a lambda"),
-        (BOUND, "is a method bound to a Service instance"),
+        (UNPICKLABLE_BOUND, "is a method bound to a Holder instance, and that instance "
+                            "cannot be sent to a worker"),
+        (make_local_class().handle, "is defined inside a function"),
     ],
     ids=["closure", "nested-function", "module-level-lambda", "inline-lambda",
-         "bound-method"],
+         "bound-to-unpicklable", "bound-to-local-class"],
 )
 def test_unresolvable_callables_fail_before_dispatch(
         module_pool: InterpreterPool, target: Callable[..., Any], why: str) -> None:
@@ -167,3 +193,16 @@ def test_targets_that_are_neither_callables_nor_strings(module_pool: Interpreter
     with pytest.raises(TargetResolutionError, match="must be a callable or a dotted path"):
         module_pool.call(target)  # type: ignore[arg-type]
     assert module_pool.stats().calls == before
+
+
+def test_a_bound_method_crosses_by_value(module_pool: InterpreterPool) -> None:
+    # As with ProcessPoolExecutor: the instance is pickled with each call.
+    service = Service(offset=10)
+    assert module_pool.call(service.handle, 1) == 11
+    assert module_pool.submit(service.handle, 2).result(timeout=60) == 12
+    assert list(module_pool.map(service.handle, [3, 4])) == [13, 14]
+    service.offset = 100  # the worker sees the instance as it is at each call
+    assert module_pool.call(service.handle, 1) == 101
+    # A worker's changes to its copy do not come back, and are not kept there.
+    assert [module_pool.call(service.bump) for _ in range(3)] == [101, 101, 101]
+    assert service.offset == 100

@@ -74,3 +74,23 @@ def test_input_is_the_builtin_again_between_cells(shared_kernel: Kernel) -> None
     )
     time.sleep(1.0)
     assert shared_kernel.execute("print(seen)").stream() == "[('builtins', 'getpass')]\n"
+
+
+def test_a_reply_to_an_interrupted_input_does_not_answer_the_next(shared_kernel: Kernel) -> None:
+    first_id = shared_kernel.send("input('first')", allow_stdin=True)
+    first = next_input_request(shared_kernel)
+    shared_kernel.manager.interrupt_kernel()
+    assert shared_kernel.collect(first_id).reply["content"]["ename"] == "KeyboardInterrupt"
+
+    second_id = shared_kernel.send("print(input('second'))", allow_stdin=True)
+    second = next_input_request(shared_kernel)
+    assert second["content"]["prompt"] == "second"
+    session = shared_kernel.client.session
+    # The frontend's late answer to the first prompt, then the answer to this one.
+    late = session.msg("input_reply", {"value": "late"}, parent=first)
+    shared_kernel.client.stdin_channel.send(late)
+    answer = session.msg("input_reply", {"value": "answer"}, parent=second)
+    shared_kernel.client.stdin_channel.send(answer)
+    execution = shared_kernel.collect(second_id)
+    assert execution.status == "ok", execution.reply
+    assert execution.stream() == "answer\n"

@@ -28,7 +28,8 @@ from interp_rpc._errors import (
     WorkerDiedError,
     WorkerInitFailure,
 )
-from interp_rpc._pool import EXIT_TIMEOUT, CallRecord, PoolStats, WorkerStatus
+from interp_rpc._exit_policy import EXIT_TIMEOUT
+from interp_rpc._pool import CallRecord, PoolStats, WorkerStatus
 from interp_rpc.dask import _chunking, _error_mapping, _request
 from interp_rpc.dask._placement import ClusterWorker, Placement, Process
 

@@ -30,7 +30,8 @@ from distributed import WorkerPlugin, get_worker
 
 from interp_rpc import _wire
 from interp_rpc._errors import InterpRpcError, PoolClosedError
-from interp_rpc._pool import EXIT_TIMEOUT, InterpreterPool
+from interp_rpc._exit_policy import EXIT_TIMEOUT
+from interp_rpc._pool import InterpreterPool
 from interp_rpc.dask import _error_mapping
 
 if TYPE_CHECKING:
@@ -133,6 +134,9 @@ def _local_target(spec: tuple[str | bytes, ...]) -> Callable[..., Any] | str:
     function defined interactively in the caller, rebuilt from its code."""
     if spec[0] == "path":
         return str(spec[1])
+    if spec[0] == "pickled":  # a bound method, sent with its instance
+        assert isinstance(spec[1], bytes)
+        return pickle.loads(spec[1])  # type: ignore[no-any-return]
     _, code, qualname, defaults = spec
     assert isinstance(code, bytes) and isinstance(qualname, str) and isinstance(defaults, bytes)
     main = sys.modules["__main__"]

@@ -1,0 +1,417 @@
+#include "kernel/kernel_server.hpp"
+
+#include <cerrno>
+#include <chrono>
+#include <iostream>
+#include <optional>
+#include <stdexcept>
+#include <utility>
+#include <variant>
+
+#include <xeus/xhelper.hpp>
+
+#include "kernel/request_check.hpp"
+
+namespace interp_rpc::kernel {
+
+namespace {
+
+// How long close() may keep sending what is queued, as xeus-zmq does.
+constexpr int linger_ms = 1000;
+// A subscription event on the IOPub socket: this byte, then the topic.
+constexpr unsigned char subscribe_event = 1;
+
+const char* channel_name(xeus::channel c) { return c == xeus::channel::SHELL ? "shell" : "control"; }
+
+void log_dropped(const char* where, const std::string& reason) {
+  std::cerr << "interp-rpc-kernel: dropped a message on " << where << ": " << reason << std::endl;
+}
+
+std::string endpoint(const xeus::xkernel_configuration& config, const std::string& port) {
+  // Jupyter's convention: tcp://ip:port, ipc://path-port.
+  const char separator = config.m_transport == "tcp" ? ':' : '-';
+  return config.m_transport + "://" + config.m_ip + separator + port;
+}
+
+zmq::socket_t bound_socket(zmq::context_t& context, zmq::socket_type type,
+                           const xeus::xkernel_configuration& config, const std::string& port) {
+  zmq::socket_t socket(context, type);
+  socket.set(zmq::sockopt::linger, linger_ms);
+  socket.bind(endpoint(config, port));
+  return socket;
+}
+
+std::string bound_port(const zmq::socket_t& socket) {
+  const std::string last = socket.get(zmq::sockopt::last_endpoint);
+  return last.substr(last.find_last_of(":-") + 1);
+}
+
+// Blocks until an item is ready; a signal only makes it look again.
+void poll(zmq::pollitem_t* items, std::size_t count) {
+  while (true) {
+    try {
+      zmq::poll(items, count, std::chrono::milliseconds(-1));
+      return;
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EINTR) {
+        throw;
+      }
+    }
+  }
+}
+
+bool readable(const zmq::pollitem_t& item) { return (item.revents & ZMQ_POLLIN) != 0; }
+
+// Reads one whole multipart message if one is waiting; false if none.
+bool receive_frames(zmq::socket_t& socket, frame_list& frames) {
+  frames.clear();
+  while (true) {
+    zmq::message_t part;
+    zmq::recv_result_t got;
+    try {
+      // The parts of a message arrive together: only the first may be absent.
+      got = socket.recv(part, frames.empty() ? zmq::recv_flags::dontwait : zmq::recv_flags::none);
+    } catch (const zmq::error_t& e) {
+      if (e.num() == EINTR) {
+        continue;
+      }
+      throw;
+    }
+    if (!got) {
+      return false;
+    }
+    const bool more = part.more();
+    frames.push_back(std::move(part));
+    if (!more) {
+      return true;
+    }
+  }
+}
+
+// Sends all frames as one message. A signal interrupting a part makes us
+// send that part again: giving up halfway would glue the next message to
+// this one's first parts.
+void send_frames(zmq::socket_t& socket, frame_list& frames) {
+  for (std::size_t i = 0; i < frames.size(); ++i) {
+    const zmq::send_flags flags =
+        i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none;
+    while (true) {
+      try {
+        socket.send(frames[i], flags);
+        break;
+      } catch (const zmq::error_t& e) {
+        if (e.num() != EINTR) {
+          throw;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+nl::json kernel_server::no_debugger_messenger::send_to_shell_impl(const nl::json&) {
+  return {{"status", "error"}, {"ename", "NotSupported"}, {"evalue", "this kernel has no debugger"}};
+}
+
+kernel_server::kernel_server(zmq::context_t& context, const xeus::xkernel_configuration& config,
+                             nl::json::error_handler_t error_handler, int input_cancel_fd)
+    : m_signer(config.m_signature_scheme, config.m_key),
+      m_error_handler(error_handler),
+      m_input_cancel_fd(input_cancel_fd),
+      m_shell(bound_socket(context, zmq::socket_type::router, config, config.m_shell_port)),
+      m_stdin(bound_socket(context, zmq::socket_type::router, config, config.m_stdin_port)),
+      m_control(bound_socket(context, zmq::socket_type::router, config, config.m_control_port)),
+      m_iopub(context, zmq::socket_type::xpub),
+      m_heartbeat(bound_socket(context, zmq::socket_type::router, config, config.m_hb_port)) {
+  m_iopub.set(zmq::sockopt::linger, linger_ms);
+  // Every subscription is reported, so that each subscriber gets its welcome.
+  m_iopub.set(zmq::sockopt::xpub_verbose, 1);
+  // No limit: a burst of output from many threads waits here for a slow
+  // frontend instead of being dropped.
+  m_iopub.set(zmq::sockopt::sndhwm, 0);
+  m_iopub.bind(endpoint(config, config.m_iopub_port));
+}
+
+kernel_server::~kernel_server() { stop_threads(); }
+
+void kernel_server::stop_threads() noexcept {
+  m_stopping = true;
+  m_control_wake.notify();
+  if (m_control_thread.joinable()) {
+    m_control_thread.join();
+  }
+  {
+    std::lock_guard lock(m_outbox_mutex);
+    m_io_stopping = true;
+  }
+  m_io_wake.notify();
+  if (m_io_thread.joinable()) {
+    m_io_thread.join();  // after sending what is queued
+  }
+}
+
+xeus::xcontrol_messenger& kernel_server::get_control_messenger_impl() { return m_messenger; }
+
+void kernel_server::send_shell_impl(xeus::xmessage message) {
+  frame_list frames = serialize_message(message, m_signer, m_error_handler);
+  send_frames(m_shell, frames);
+}
+
+void kernel_server::send_control_impl(xeus::xmessage message) {
+  frame_list frames = serialize_message(message, m_signer, m_error_handler);
+  send_frames(m_control, frames);
+}
+
+void kernel_server::send_stdin_impl(xeus::xmessage message) {
+  const std::string request_id = message.header().value("msg_id", std::string());
+  frame_list frames;
+  // What is waiting answers an input request that was interrupted.
+  while (receive_frames(m_stdin, frames)) {
+    log_dropped("stdin", "a reply that arrived while no input request was pending");
+  }
+  frames = serialize_message(message, m_signer, m_error_handler);
+  send_frames(m_stdin, frames);
+
+  zmq::pollitem_t items[] = {{m_stdin.handle(), 0, ZMQ_POLLIN, 0},
+                             {nullptr, m_shell_wake.fd(), ZMQ_POLLIN, 0},
+                             {nullptr, m_input_cancel_fd, ZMQ_POLLIN, 0}};
+  const std::size_t count = m_input_cancel_fd >= 0 ? 3 : 2;
+  while (true) {
+    poll(items, count);
+    if (count == 3 && readable(items[2])) {
+      throw std::runtime_error("the wait for input was interrupted");
+    }
+    if (m_stopping) {
+      throw std::runtime_error("the kernel is shutting down");
+    }
+    while (receive_frames(m_stdin, frames)) {
+      auto parsed = parse_message(frames, m_signer);
+      if (auto* malformed = std::get_if<malformed_message>(&parsed)) {
+        log_dropped("stdin", malformed->reason);
+        continue;
+      }
+      xeus::xmessage& reply = std::get<xeus::xmessage>(parsed);
+      // A reply to an input request that was interrupted must not answer
+      // this one. Some clients (jupyter_client's input()) send no parent
+      // header: their replies are taken as the answer.
+      const auto parent_id = reply.parent_header().find("msg_id");
+      if (reply.header()["msg_type"] != "input_reply" ||
+          (parent_id != reply.parent_header().end() && *parent_id != request_id)) {
+        log_dropped("stdin", "not the reply to the pending input request");
+        continue;
+      }
+      const auto value = reply.content().find("value");
+      if (value == reply.content().end() || !value->is_string()) {
+        log_dropped("stdin", "an input_reply whose 'value' is not a string");
+        continue;
+      }
+      notify_stdin_listener(std::move(reply));
+      return;
+    }
+  }
+}
+
+void kernel_server::publish_impl(xeus::xpub_message message, xeus::channel) {
+  queue_for_iopub(serialize_pub_message(message, m_signer, m_error_handler));
+}
+
+void kernel_server::queue_for_iopub(frame_list frames) {
+  bool was_empty = false;
+  {
+    std::lock_guard lock(m_outbox_mutex);
+    was_empty = m_outbox.empty();
+    m_outbox.push_back(std::move(frames));
+  }
+  // The io thread takes the whole queue per wake: one wake per batch.
+  if (was_empty) {
+    m_io_wake.notify();
+  }
+}
+
+void kernel_server::start_impl(xeus::xpub_message message) {
+  m_status_topic = message.topic();
+  m_user_name = message.header().value("username", std::string());
+  m_session = message.header().value("session", std::string());
+  publish_impl(std::move(message), xeus::channel::SHELL);
+  m_io_thread = std::thread([this] { run_io_loop(); });
+  m_control_thread = std::thread([this] { run_control_loop(); });
+  run_shell_loop();
+  stop_threads();
+}
+
+void kernel_server::run_shell_loop() {
+  zmq::pollitem_t items[] = {{m_shell.handle(), 0, ZMQ_POLLIN, 0},
+                             {nullptr, m_shell_wake.fd(), ZMQ_POLLIN, 0}};
+  const listener deliver = [this](xeus::xmessage request) {
+    notify_shell_listener(std::move(request));
+  };
+  frame_list frames;
+  while (!m_stopping) {
+    poll(items, 2);
+    if (readable(items[1])) {
+      m_shell_wake.drain();
+    }
+    // One request at a time, so that a stop between two is seen at once.
+    if (!m_stopping && receive_frames(m_shell, frames)) {
+      handle_request(frames, xeus::channel::SHELL, deliver);
+    }
+  }
+}
+
+void kernel_server::run_control_loop() {
+  zmq::pollitem_t items[] = {{m_control.handle(), 0, ZMQ_POLLIN, 0},
+                             {nullptr, m_control_wake.fd(), ZMQ_POLLIN, 0}};
+  const listener deliver = [this](xeus::xmessage request) {
+    notify_control_listener(std::move(request));
+  };
+  frame_list frames;
+  while (!m_stopping) {
+    poll(items, 2);
+    if (readable(items[1])) {
+      m_control_wake.drain();
+    }
+    while (!m_stopping && receive_frames(m_control, frames)) {
+      handle_request(frames, xeus::channel::CONTROL, deliver);
+    }
+  }
+}
+
+void kernel_server::run_io_loop() {
+  zmq::pollitem_t items[] = {{m_iopub.handle(), 0, ZMQ_POLLIN, 0},
+                             {m_heartbeat.handle(), 0, ZMQ_POLLIN, 0},
+                             {nullptr, m_io_wake.fd(), ZMQ_POLLIN, 0}};
+  frame_list frames;
+  while (true) {
+    poll(items, 3);
+    if (readable(items[0])) {
+      while (receive_frames(m_iopub, frames)) {
+        // Subscribers send single-frame events; anything else is noise.
+        if (frames.size() == 1 && frames[0].size() > 0 &&
+            *frames[0].data<unsigned char>() == subscribe_event) {
+          send_welcome(frames[0]);
+        }
+      }
+    }
+    if (readable(items[1])) {
+      while (receive_frames(m_heartbeat, frames)) {
+        send_frames(m_heartbeat, frames);  // the echo is the heartbeat
+      }
+    }
+    if (readable(items[2])) {
+      m_io_wake.drain();
+      std::deque<frame_list> batch;
+      bool stopping = false;
+      {
+        std::lock_guard lock(m_outbox_mutex);
+        batch.swap(m_outbox);
+        stopping = m_io_stopping;
+      }
+      for (frame_list& message : batch) {
+        send_frames(m_iopub, message);
+      }
+      if (stopping) {
+        // stop_threads() set the flag after the last publisher: the queue
+        // taken with it held everything.
+        return;
+      }
+    }
+  }
+}
+
+void kernel_server::send_welcome(const zmq::message_t& subscription) {
+  // JEP 65: a subscriber learns that its subscription is live. Sent from this
+  // thread, directly: it concerns this subscriber only, not the queue's order.
+  const std::string topic(subscription.data<const char>() + 1, subscription.size() - 1);
+  xeus::xpub_message welcome("", xeus::make_header("iopub_welcome", m_user_name, m_session),
+                             nl::json::object(), nl::json::object(),
+                             nl::json{{"subscription", topic}}, xeus::buffer_sequence());
+  frame_list frames = serialize_pub_message(welcome, m_signer, m_error_handler);
+  send_frames(m_iopub, frames);
+}
+
+void kernel_server::handle_request(const frame_list& frames, xeus::channel c,
+                                   const listener& deliver) {
+  auto parsed = parse_message(frames, m_signer);
+  if (auto* malformed = std::get_if<malformed_message>(&parsed)) {
+    log_dropped(channel_name(c), malformed->reason);
+    return;
+  }
+  xeus::xmessage& request = std::get<xeus::xmessage>(parsed);
+  const std::string problem = check_request(request, c);
+  try {
+    if (problem.empty()) {
+      deliver(std::move(request));
+    } else {
+      reject(request, problem, c);
+    }
+  } catch (const std::exception& e) {
+    // xeus handles its handlers' errors; this is for the rest (a reply it
+    // could not serialize): the loop, hence the kernel, goes on.
+    std::cerr << "interp-rpc-kernel: error while handling a " << channel_name(c)
+              << " request: " << e.what() << std::endl;
+  }
+}
+
+void kernel_server::reject(const xeus::xmessage& request, const std::string& problem,
+                           xeus::channel c) {
+  log_dropped(channel_name(c), "answered with an error: " + problem);
+  const std::string msg_type = request.header()["msg_type"].get<std::string>();
+  publish_impl(status_message(request.header(), "busy"), c);
+  xeus::xmessage reply(request.identities(),
+                       xeus::make_header(reply_type(msg_type), m_user_name, m_session),
+                       request.header(), nl::json::object(),
+                       xeus::create_error_reply("BadRequest", problem), xeus::buffer_sequence());
+  if (c == xeus::channel::SHELL) {
+    send_shell_impl(std::move(reply));
+  } else {
+    send_control_impl(std::move(reply));
+  }
+  publish_impl(status_message(request.header(), "idle"), c);
+}
+
+xeus::xpub_message kernel_server::status_message(const nl::json& parent, const char* state) const {
+  return xeus::xpub_message(m_status_topic, xeus::make_header("status", m_user_name, m_session),
+                            parent, nl::json::object(), nl::json{{"execution_state", state}},
+                            xeus::buffer_sequence());
+}
+
+void kernel_server::abort_queue_impl(const listener& l, long polling_interval) {
+  frame_list frames;
+  while (receive_frames(m_shell, frames)) {
+    handle_request(frames, xeus::channel::SHELL, l);
+    if (polling_interval > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(polling_interval));
+    }
+  }
+}
+
+void kernel_server::stop_impl() {
+  m_stopping = true;
+  m_shell_wake.notify();
+  m_control_wake.notify();
+}
+
+void kernel_server::update_config_impl(xeus::xkernel_configuration& config) const {
+  config.m_shell_port = bound_port(m_shell);
+  config.m_stdin_port = bound_port(m_stdin);
+  config.m_control_port = bound_port(m_control);
+  config.m_iopub_port = bound_port(m_iopub);
+  config.m_hb_port = bound_port(m_heartbeat);
+}
+
+xeus::xkernel::server_builder make_kernel_server_builder(int input_cancel_fd) {
+  return [input_cancel_fd](xeus::xcontext& context, const xeus::xconfiguration& config,
+                           nl::json::error_handler_t error_handler) -> std::unique_ptr<xeus::xserver> {
+    const auto* kernel_config = std::get_if<xeus::xkernel_configuration>(&config);
+    if (kernel_config == nullptr) {
+      throw std::runtime_error(
+          "kernel handshaking (a connection file without ports) is not supported: "
+          "give the kernel a connection file that lists its ports");
+    }
+    return std::make_unique<kernel_server>(context.get_wrapped_context<zmq::context_t>(),
+                                           *kernel_config, error_handler, input_cancel_fd);
+  };
+}
+
+}  // namespace interp_rpc::kernel

@@ -1,0 +1,116 @@
+// The kernel's zmq server: the five Jupyter sockets, with our own framing in
+// place of xeus-zmq's server (src/kernel/README.md says why).
+//
+// Threads and sockets. Each socket is used by one thread only:
+// - the main thread runs the shell loop in start(); it owns shell and stdin,
+//   handles shell requests (CPython raises KeyboardInterrupt only there) and
+//   sends their replies and input requests;
+// - the control thread owns control: interrupt and shutdown are served while
+//   the main thread runs a cell;
+// - the io thread owns IOPub and heartbeat. publish() from any thread (the
+//   main thread, the control thread, any thread the user or the pool starts)
+//   queues the signed frames; the io thread sends them in the order queued.
+//   No publisher ever calls zmq, so none can be cut off halfway through a
+//   multipart message, and the queue never drops a message.
+//
+// Every message received is checked (wire_message, request_check) before
+// xeus sees it. A message that fails the wire checks (no key, bad frames,
+// bad JSON) is dropped with a line on stderr. A signed request xeus would
+// misread gets an error reply, between busy and idle statuses.
+//
+// Every zmq call retries on EINTR: a signal may reach any thread.
+#pragma once
+
+#include <atomic>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include <xeus/xeus_context.hpp>
+#include <xeus/xkernel.hpp>
+#include <xeus/xkernel_configuration.hpp>
+#include <xeus/xserver.hpp>
+#include <zmq.hpp>
+
+#include "kernel/message_signer.hpp"
+#include "kernel/wake_pipe.hpp"
+#include "kernel/wire_message.hpp"
+
+namespace interp_rpc::kernel {
+
+class kernel_server final : public xeus::xserver {
+ public:
+  // input_cancel_fd: readable when the wait for an input reply must end (the
+  // interrupter's); -1 for none.
+  kernel_server(zmq::context_t& context, const xeus::xkernel_configuration& config,
+                nl::json::error_handler_t error_handler, int input_cancel_fd);
+  ~kernel_server() override;
+
+ private:
+  class no_debugger_messenger final : public xeus::xcontrol_messenger {
+    nl::json send_to_shell_impl(const nl::json& message) override;
+  };
+
+  xeus::xcontrol_messenger& get_control_messenger_impl() override;
+  void send_shell_impl(xeus::xmessage message) override;
+  void send_control_impl(xeus::xmessage message) override;
+  // Main thread: sends the input request, then waits for its reply and hands
+  // it to the stdin listener. Throws std::runtime_error if the wait is
+  // cancelled (an interrupt) or the kernel stops.
+  void send_stdin_impl(xeus::xmessage message) override;
+  void publish_impl(xeus::xpub_message message, xeus::channel c) override;
+  void start_impl(xeus::xpub_message message) override;
+  void abort_queue_impl(const listener& l, long polling_interval) override;
+  void stop_impl() override;
+  void update_config_impl(xeus::xkernel_configuration& config) const override;
+
+  void run_shell_loop();
+  void run_control_loop();
+  void run_io_loop();
+  void send_welcome(const zmq::message_t& subscription);
+  void stop_threads() noexcept;
+
+  // Parses, checks and delivers one message from a request socket; on the
+  // shell channel, to `deliver` (the shell listener, or abort_queue's).
+  void handle_request(const frame_list& frames, xeus::channel c, const listener& deliver);
+  void reject(const xeus::xmessage& request, const std::string& problem, xeus::channel c);
+  xeus::xpub_message status_message(const nl::json& parent, const char* state) const;
+  void queue_for_iopub(frame_list frames);
+
+  message_signer m_signer;
+  nl::json::error_handler_t m_error_handler;
+  int m_input_cancel_fd;
+  no_debugger_messenger m_messenger;
+
+  zmq::socket_t m_shell;
+  zmq::socket_t m_stdin;
+  zmq::socket_t m_control;
+  zmq::socket_t m_iopub;
+  zmq::socket_t m_heartbeat;
+
+  // Who our own messages (rejections, the IOPub welcome) are from: xeus's
+  // kernel core, as its start message says.
+  std::string m_status_topic;
+  std::string m_user_name;
+  std::string m_session;
+
+  std::atomic<bool> m_stopping{false};
+  wake_pipe m_shell_wake;
+  wake_pipe m_control_wake;
+  wake_pipe m_io_wake;
+
+  std::mutex m_outbox_mutex;
+  std::deque<frame_list> m_outbox;  // guarded by m_outbox_mutex
+  bool m_io_stopping = false;       // guarded by m_outbox_mutex
+
+  std::thread m_control_thread;
+  std::thread m_io_thread;
+};
+
+// The xkernel server builder for a kernel whose input requests end when
+// input_cancel_fd becomes readable.
+xeus::xkernel::server_builder make_kernel_server_builder(int input_cancel_fd);
+
+}  // namespace interp_rpc::kernel
