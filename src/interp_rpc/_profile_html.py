@@ -84,7 +84,7 @@ def static_svg(profile: Profile, width: int = WIDTH) -> str:
     aggregated = sum(r.count for r in ran) > AGGREGATE_ABOVE
     title = (f"Timeline: {profile.items:,} items on {profile.workers} workers, "
              f"{model._ms(profile.wall_ns)}, {profile.utilization:.0%} utilization")
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="interp-rpc-timeline" '
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="interp-rpc-gantt" '
              f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
              f'font-family="sans-serif" font-size="11" role="img">',
              f"<title>{html_lib.escape(title)}</title>",

@@ -46,7 +46,7 @@ SCRIPT = r"""
   bar.appendChild(reset); bar.appendChild(range); live.appendChild(bar);
   var svg = document.createElementNS(NS, 'svg');
   svg.setAttribute('width', W); svg.setAttribute('height', H);
-  svg.setAttribute('class', 'interp-rpc-timeline'); svg.setAttribute('font-size', '11');
+  svg.setAttribute('class', 'interp-rpc-gantt'); svg.setAttribute('font-size', '11');
   svg.setAttribute('font-family', 'sans-serif');
   var wrap = document.createElement('div'); wrap.style.position = 'relative';
   wrap.appendChild(svg); live.appendChild(wrap);
