@@ -50,20 +50,20 @@ def main() -> None:
         target = "workloads.identity"
 
         def plain() -> float:
-            return timed(lambda: pool.map(target, items), args.repeats)
+            return timed(lambda: list(pool.map(target, items)), args.repeats)
 
         def inside(functions: bool) -> Callable[[], float]:
             # One session around the round's maps: what per-item timing (or
             # cProfile) adds to a map, without the session's fixed cost.
             def run() -> float:
                 with pool.profile(functions=functions):
-                    return timed(lambda: pool.map(target, items), args.repeats)
+                    return timed(lambda: list(pool.map(target, items)), args.repeats)
             return run
 
         def session_per_map() -> float:
             def run() -> None:
                 with pool.profile():
-                    pool.map(target, items)
+                    list(pool.map(target, items))
             return timed(run, args.repeats)
 
         modes = {"plain": plain, "inside pool.profile()": inside(False),

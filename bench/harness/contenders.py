@@ -195,7 +195,7 @@ class InterpRpcSession(_ExecutorSession):
         return self._pool.call(fn, *args)
 
     def map(self, fn: Callable[..., Any], items: list[Any], chunksize: int | None) -> list[Any]:
-        return self._pool.map(fn, items, chunksize=chunksize)
+        return list(self._pool.map(fn, items, chunksize=chunksize))
 
 
 class InterpRpc(Contender):

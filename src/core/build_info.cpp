@@ -10,7 +10,7 @@ build_info get_build_info() {
       .python_hexversion = PY_VERSION_HEX,
       .compiler = __VERSION__,
       .cplusplus = __cplusplus,
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
       .sanitized = true,
 #else
       .sanitized = false,

@@ -10,7 +10,7 @@ struct build_info {
   unsigned long python_hexversion;
   std::string compiler;
   long cplusplus;                // the __cplusplus the engine was built with
-  bool sanitized;                // built with ASan + UBSan
+  bool sanitized;                // built with ASan + UBSan, or with TSan
 };
 
 build_info get_build_info();

@@ -6,7 +6,9 @@
 
 namespace interp_rpc::core {
 
-job_queue::job_queue(int workers) : m_pinned(static_cast<std::size_t>(std::max(workers, 0))) {}
+job_queue::job_queue(int workers)
+    : m_pinned(static_cast<std::size_t>(std::max(workers, 0))),
+      m_lane_closed(static_cast<std::size_t>(std::max(workers, 0)), false) {}
 
 job_queue::push_result job_queue::push(call_ptr c, int worker) {
   {
@@ -16,7 +18,8 @@ job_queue::push_result job_queue::push(call_ptr c, int worker) {
     if (worker < 0) {
       m_shared.push_back(std::move(c));
     } else {
-      m_pinned.at(static_cast<std::size_t>(worker)).push_back(std::move(c));
+      if (m_lane_closed.at(static_cast<std::size_t>(worker))) return push_result::broken;
+      m_pinned[static_cast<std::size_t>(worker)].push_back(std::move(c));
     }
     update_size_locked();
   }
@@ -71,8 +74,9 @@ bool job_queue::remove(const call_ptr& c) {
   return std::any_of(m_pinned.begin(), m_pinned.end(), erase_from);
 }
 
-std::vector<call_ptr> job_queue::drain_pinned(int worker) {
+std::vector<call_ptr> job_queue::close_lane(int worker) {
   std::lock_guard lock(m_mutex);
+  m_lane_closed.at(static_cast<std::size_t>(worker)) = true;
   auto& lane = m_pinned.at(static_cast<std::size_t>(worker));
   std::vector<call_ptr> drained(std::make_move_iterator(lane.begin()),
                                 std::make_move_iterator(lane.end()));

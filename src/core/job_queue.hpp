@@ -26,6 +26,7 @@ class job_queue {
   enum class push_result { queued, closed, broken };
 
   // Queues a call for any worker (`worker` < 0) or for that worker only.
+  // A call for a worker whose lane is closed (dead) is refused as broken.
   push_result push(call_ptr c, int worker = -1);
   // The number of wake_up() calls so far; pass it to pop().
   unsigned generation() const;
@@ -39,8 +40,11 @@ class job_queue {
 
   // Takes a call out of the queue if it is still there (not started).
   bool remove(const call_ptr& c);
-  // Hands back the calls pinned to a worker that will never take them.
-  std::vector<call_ptr> drain_pinned(int worker);
+  // The worker will never take another call: refuse calls pinned to it from
+  // now on, and hand back those already queued for it. Done under the queue's
+  // lock, so a concurrent push() either lands before (and is handed back) or
+  // is refused: no call is stranded in a dead worker's lane.
+  std::vector<call_ptr> close_lane(int worker);
 
   // No new calls are accepted; queued calls still run (close(wait=True)).
   void close();
@@ -62,6 +66,7 @@ class job_queue {
   std::condition_variable m_cv;
   std::deque<call_ptr> m_shared;
   std::vector<std::deque<call_ptr>> m_pinned;
+  std::vector<bool> m_lane_closed;
   bool m_closed = false;
   bool m_broken = false;
   // Readable without the mutex, for the spin before sleeping.

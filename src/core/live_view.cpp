@@ -33,11 +33,13 @@ std::string pad(std::string s, std::size_t width) {
   return s;
 }
 
+// JupyterLab's theme colours, with light fallbacks; each passes WCAG AA as text
+// in Lab's light and dark themes (Lab's orange does not on white, so a stuck
+// worker is told apart from a dead one by its word, not its colour).
 const char* state_colour(const std::string& state) {
-  if (state == "busy") return "#1a7f37";
-  if (state == "stuck") return "#bf8700";
-  if (state == "dead") return "#cf222e";
-  return "#57606a";
+  if (state == "busy") return "var(--jp-success-color0, #1a7f37)";
+  if (state == "stuck" || state == "dead") return "var(--jp-error-color1, #b42318)";
+  return "var(--jp-content-font-color2, #57606a)";
 }
 
 }  // namespace
@@ -61,8 +63,9 @@ live_rendering render_live_view(const std::vector<worker_snapshot>& workers,
     const std::string counts = std::to_string(progress.done) + "/" + std::to_string(progress.total);
     html += "<div class=\"interp-rpc-progress\"><b>" + escape_html(progress.target) + "</b> " +
             counts + " items (" + percent + "), " + seconds(progress.elapsed_seconds) +
-            "<div style=\"background:#eaeef2;height:8px;width:320px;border-radius:4px\">"
-            "<div style=\"background:#2da44e;height:8px;border-radius:4px;width:" +
+            "<div style=\"background:var(--jp-layout-color3, #d0d7de);height:8px;width:320px;"
+            "border-radius:4px\"><div style=\"background:var(--jp-success-color1, #1a7f37);"
+            "height:8px;border-radius:4px;width:" +
             std::to_string(static_cast<int>(fraction * 320)) + "px\"></div></div></div>";
     const int filled = static_cast<int>(fraction * 30);
     text += progress.target + " [" + std::string(static_cast<std::size_t>(filled), '#') +

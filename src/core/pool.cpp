@@ -4,6 +4,7 @@
 
 #include "core/buffer_lease.hpp"
 #include "core/clock.hpp"
+#include "core/codes.hpp"
 #include "core/python_ref.hpp"
 #include "core/subinterpreter.hpp"
 
@@ -11,10 +12,8 @@ namespace interp_rpc::core {
 
 namespace {
 
-// Reply kinds the engine itself produces. The worker's Python code defines
-// the rest (interp_rpc/_wire.py); 0 always means success.
-constexpr int reply_ok = 0;
-constexpr int reply_engine_error = 100;  // the bootstrap itself failed
+constexpr int reply_ok = reply_kind_ok;
+constexpr int reply_engine_error = reply_kind_engine_error;
 
 // The current Python exception of this thread's interpreter, formatted the
 // way the traceback module would, and cleared.
@@ -42,6 +41,16 @@ std::string take_python_error() {
   }
   PyErr_Clear();
   return text;
+}
+
+// Calls view.release(), keeping whatever exception is pending (no Python
+// call may run with one set) and dropping any error release() itself raised:
+// a view with derived exports refuses, and the lease count reports that.
+void release_view(PyObject* view) {
+  PyObject* pending = PyErr_GetRaisedException();
+  py_ref released = py_ref::steal(PyObject_CallMethod(view, "release", nullptr));
+  if (!released) PyErr_Clear();
+  PyErr_SetRaisedException(pending);
 }
 
 py_ref read_only_view(const void* data, std::size_t size) {
@@ -96,7 +105,7 @@ py_ref bootstrap(const pool_options& options, int& kind, std::string& reply) {
   }
   py_ref config = read_only_view(options.setup_request.data(), options.setup_request.size());
   py_ref result = config ? py_ref::steal(PyObject_CallOneArg(setup, config.get())) : py_ref();
-  if (config) py_ref::steal(PyObject_CallMethod(config.get(), "release", nullptr));
+  if (config) release_view(config.get());
   if (!result || !read_reply(result.get(), kind, reply, nullptr, 0)) {
     kind = reply_engine_error;
     reply = take_python_error();
@@ -131,14 +140,13 @@ void run_call(PyObject* execute, PyObject* lease_type, call& c, int& kind, std::
   result = py_ref();
   // Invalidate the views we made, so that a view object the target kept is
   // unusable; views derived from them keep their lease alive, which we see.
-  if (request) py_ref::steal(PyObject_CallMethod(request.get(), "release", nullptr));
+  if (request) release_view(request.get());
   if (buffers) {
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(buffers.get()); ++i) {
       PyObject* view = PyList_GET_ITEM(buffers.get(), i);
-      if (view != nullptr) py_ref::steal(PyObject_CallMethod(view, "release", nullptr));
+      if (view != nullptr) release_view(view);
     }
   }
-  PyErr_Clear();
   buffers = py_ref();
   if (live->load(std::memory_order_acquire) != 0) {
     // A view may be held only by garbage awaiting the cycle collector (a
@@ -192,7 +200,7 @@ void pool::shared_state::finish(const call_ptr& c, call_outcome outcome, int rep
 
 void pool::shared_state::worker_died(int index, const std::string& detail) {
   board.mark_dead(index, detail);
-  for (const call_ptr& c : queue.drain_pinned(index)) {
+  for (const call_ptr& c : queue.close_lane(index)) {
     finish(c, call_outcome::worker_died,
            0, "worker " + std::to_string(index) + " died before running it: " + detail, index);
   }
@@ -209,6 +217,13 @@ void pool::shared_state::worker_died(int index, const std::string& detail) {
     }
   }
   changed.notify_all();
+}
+
+bool pool::shared_state::all_exited_locked() const {
+  for (bool e : exited) {
+    if (!e) return false;
+  }
+  return true;
 }
 
 worker_fault pool::shared_state::take_fault(int index) {
@@ -245,6 +260,13 @@ void pool::worker_main(std::shared_ptr<shared_state> shared, int index) {
     if (died) {
       s.worker_died(index, death);
     } else {
+      // Reachable by interrupt() from here on, setup() included: an init
+      // that hangs must not outlive the process's exit either.
+      {
+        std::lock_guard registered(s.teardown_gate);
+        s.interpreters[slot] = PyThreadState_GetInterpreter(interp.thread_state());
+        s.thread_idents[slot] = PyThread_get_thread_ident();
+      }
       int kind = reply_ok;
       std::string reply;
       py_ref execute = bootstrap(s.options, kind, reply);
@@ -268,11 +290,6 @@ void pool::worker_main(std::shared_ptr<shared_state> shared, int index) {
         r.interpreter_id = interp.id();
       }
       s.changed.notify_all();
-      {
-        std::lock_guard registered(s.teardown_gate);
-        s.interpreters[slot] = PyThreadState_GetInterpreter(interp.thread_state());
-        s.thread_idents[slot] = PyThread_get_thread_ident();
-      }
       if (!execute) {
         died = true;
         death = "setup failed";
@@ -359,25 +376,23 @@ void pool::completion_main(std::shared_ptr<shared_state> shared) {
 // ---------------------------------------------------------------- pool
 
 pool::pool(pool_options options, completion_callback on_complete)
-    : m_shared(std::make_shared<shared_state>(std::move(options), std::move(on_complete))) {
+    : m_shared(std::make_shared<shared_state>(std::move(options), std::move(on_complete))) {}
+
+void pool::start() {
+  std::lock_guard joining(m_join_mutex);
   const int n = m_shared->options.workers;
   m_threads.reserve(static_cast<std::size_t>(n));
-  for (int i = 0; i < n; ++i) m_threads.emplace_back(&pool::worker_main, m_shared, i);
   m_completion_thread = std::thread(&pool::completion_main, m_shared);
+  m_completion_id.store(m_completion_thread.get_id());
+  for (int i = 0; i < n; ++i) m_threads.emplace_back(&pool::worker_main, m_shared, i);
 }
 
 pool::~pool() {
-  // May run with the main GIL held, so it must not wait for any thread:
-  // workers exit on their own once the queue is closed.
-  shared_state& s = *m_shared;
-  for (const call_ptr& c : s.queue.close_and_drain()) {
-    s.finish(c, call_outcome::cancelled, 0, "the pool was destroyed before the call ran", -1);
-  }
-  {
-    std::lock_guard lock(s.completion_mutex);
-    s.completion_stop = true;
-  }
-  s.completion_cv.notify_all();
+  close(true, -1);
+  // Only a pool destroyed on its own completion thread (which cannot join
+  // itself, nor the others: see finish_close) still has threads here. Each
+  // of them has ended or is ending, and holds the shared state it needs.
+  std::lock_guard joining(m_join_mutex);
   for (auto& t : m_threads) {
     if (t.joinable()) t.detach();
   }
@@ -401,12 +416,19 @@ std::vector<init_report> pool::wait_ready(std::int64_t timeout_ns) {
   return s.init;
 }
 
+bool pool::ready() const {
+  std::lock_guard lock(m_shared->mutex);
+  for (const auto& r : m_shared->init) {
+    if (!r.finished) return false;
+  }
+  return true;
+}
+
 job_queue::push_result pool::submit(const call_ptr& c, int worker) {
   c->timing.enqueued_ns = now_ns();
   if (worker >= workers()) return job_queue::push_result::broken;
-  if (worker >= 0 && m_shared->board.state(worker) == worker_state::dead) {
-    return job_queue::push_result::broken;
-  }
+  // A dead worker's lane is closed under the queue's lock (worker_died), so
+  // this push is refused or handed back, never stranded.
   return m_shared->queue.push(c, worker);
 }
 
@@ -416,7 +438,7 @@ bool pool::cancel(const call_ptr& c) {
   return true;
 }
 
-std::vector<stuck_worker> pool::close(bool cancel_pending, std::int64_t timeout_ns) {
+void pool::begin_close(bool cancel_pending) {
   shared_state& s = *m_shared;
   if (cancel_pending) {
     for (const call_ptr& c : s.queue.close_and_drain()) {
@@ -425,33 +447,48 @@ std::vector<stuck_worker> pool::close(bool cancel_pending, std::int64_t timeout_
   } else {
     s.queue.close();
   }
+}
+
+bool pool::wait_exited(std::int64_t timeout_ns) {
+  shared_state& s = *m_shared;
+  std::unique_lock lock(s.mutex);
+  const auto all_exited = [&] { return s.all_exited_locked(); };
+  if (timeout_ns < 0) {
+    s.changed.wait(lock, all_exited);
+    return true;
+  }
+  return s.changed.wait_for(lock, std::chrono::nanoseconds(timeout_ns), all_exited);
+}
+
+std::vector<stuck_worker> pool::finish_close() {
+  shared_state& s = *m_shared;
+  std::vector<bool> exited;
   {
-    std::unique_lock lock(s.mutex);
-    const auto all_exited = [&] {
-      for (bool e : s.exited) {
-        if (!e) return false;
-      }
-      return true;
-    };
-    if (timeout_ns < 0) {
-      s.changed.wait(lock, all_exited);
-    } else {
-      s.changed.wait_for(lock, std::chrono::nanoseconds(timeout_ns), all_exited);
-    }
+    std::lock_guard lock(s.mutex);
+    exited = s.exited;
   }
   std::vector<stuck_worker> stuck;
   const auto snapshot = s.board.snapshot();
-  for (std::size_t i = 0; i < m_threads.size(); ++i) {
-    bool exited = false;
-    {
-      std::lock_guard lock(s.mutex);
-      exited = s.exited[i];
+  const auto add_stuck = [&](std::size_t i) {
+    stuck.push_back({static_cast<int>(i), snapshot[i].target, snapshot[i].busy_seconds});
+  };
+  if (on_completion_thread()) {
+    // Python code run by the completion thread (unpickling a reply) closed
+    // the pool. Another closer may be joining this very thread while it holds
+    // the join lock: join nothing here, a later close() does.
+    for (std::size_t i = 0; i < exited.size(); ++i) {
+      if (!exited[i]) add_stuck(i);
     }
-    if (exited) {
+    return stuck;
+  }
+  std::lock_guard joining(m_join_mutex);
+  for (std::size_t i = 0; i < m_threads.size(); ++i) {
+    if (exited[i]) {
+      // It has set `exited` as its last step: this join does not wait on
+      // Python or on a call.
       if (m_threads[i].joinable()) m_threads[i].join();
     } else {
-      const auto& w = snapshot[i];
-      stuck.push_back({static_cast<int>(i), w.target, w.busy_seconds});
+      add_stuck(i);
     }
   }
   if (stuck.empty() && m_completion_thread.joinable()) {
@@ -463,6 +500,25 @@ std::vector<stuck_worker> pool::close(bool cancel_pending, std::int64_t timeout_
     m_completion_thread.join();
   }
   return stuck;
+}
+
+std::vector<stuck_worker> pool::close(bool cancel_pending, std::int64_t timeout_ns) {
+  begin_close(cancel_pending);
+  wait_exited(timeout_ns);
+  return finish_close();
+}
+
+bool pool::finished() const {
+  std::lock_guard joining(m_join_mutex);
+  if (m_completion_thread.joinable()) return false;
+  for (const auto& t : m_threads) {
+    if (t.joinable()) return false;
+  }
+  return true;
+}
+
+bool pool::on_completion_thread() const noexcept {
+  return std::this_thread::get_id() == m_completion_id.load();
 }
 
 live_feed pool::feed() const {
@@ -510,7 +566,11 @@ std::vector<int> pool::interrupt(const std::vector<int>& indices, std::int64_t t
     state->cv.notify_all();
   }).detach();
   std::unique_lock lock(state->mutex);
-  state->cv.wait_for(lock, std::chrono::nanoseconds(timeout_ns), [&] { return state->finished; });
+  if (timeout_ns < 0) {
+    state->cv.wait(lock, [&] { return state->finished; });
+  } else {
+    state->cv.wait_for(lock, std::chrono::nanoseconds(timeout_ns), [&] { return state->finished; });
+  }
   return state->raised;
 }
 

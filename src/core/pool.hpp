@@ -72,15 +72,22 @@ using completion_callback = std::function<void(std::vector<call_ptr>&)>;
 
 class pool {
  public:
+  // Starts nothing: the owner registers the pool first (see start()).
   pool(pool_options options, completion_callback on_complete);
   pool(const pool&) = delete;
   pool& operator=(const pool&) = delete;
-  // Never waits: cancels what is queued and detaches every thread still
-  // running. Call close() first for an orderly stop.
+  // Blocking, must be called without any GIL: closes (cancelling queued
+  // calls) and joins every thread. An owner that cannot afford to wait keeps
+  // the pool alive until close() reported that no worker is stuck.
   ~pool();
+
+  // Starts the worker threads and the completion thread. Call once.
+  void start();
 
   // Blocking. Waits until every worker finished setup() or the timeout passed.
   std::vector<init_report> wait_ready(std::int64_t timeout_ns);
+  // Whether every worker finished setup() (the non-blocking form).
+  bool ready() const;
 
   // Queues a call for any worker, or (worker >= 0) for that worker only;
   // a call for a dead or missing worker is refused as broken.
@@ -88,10 +95,25 @@ class pool {
   // Fails a call as cancelled if no worker has taken it yet.
   bool cancel(const call_ptr& c);
 
-  // Blocking. Stops accepting calls; with cancel_pending, fails queued calls as
-  // cancelled. Waits up to timeout_ns (< 0: forever) for workers to exit and
-  // returns those that did not. Safe to call more than once.
+  // Closing, in three steps that any number of threads may run at once
+  // (close() is all three):
+  //   begin_close  never waits: stops accepting calls; with cancel_pending,
+  //                fails queued calls as cancelled, else workers finish them;
+  //   wait_exited  blocking: waits up to timeout_ns (< 0: forever) for every
+  //                worker thread to end; returns whether they all did;
+  //   finish_close never waits on a running thread: joins the threads that
+  //                ended and returns the workers still running a call.
+  // Once finish_close() returned no stuck worker from a thread other than
+  // the completion thread, every thread is joined: finished() is true.
+  void begin_close(bool cancel_pending);
+  bool wait_exited(std::int64_t timeout_ns);
+  std::vector<stuck_worker> finish_close();
   std::vector<stuck_worker> close(bool cancel_pending, std::int64_t timeout_ns);
+  bool closing() const { return m_shared->queue.closed(); }
+  bool finished() const;
+  // Whether the calling thread is this pool's completion thread (which must
+  // never wait for itself).
+  bool on_completion_thread() const noexcept;
 
   std::vector<worker_snapshot> status() const { return m_shared->board.snapshot(); }
   // The status board and call log, for live displays on other threads.
@@ -102,23 +124,24 @@ class pool {
   call_totals totals() const { return m_shared->log.totals(); }
   void clear_records() { m_shared->log.clear(); }
   std::size_t queued() const { return m_shared->queue.size(); }
-  int workers() const noexcept { return static_cast<int>(m_threads.size()); }
+  int workers() const noexcept { return m_shared->options.workers; }
   int alive() const;
   bool broken() const noexcept { return m_shared->broken.load(); }
   std::vector<std::int64_t> interpreter_ids() const;
 
   bool inject_fault(int index, worker_fault fault);
 
-  // Raises SystemExit inside the calls that the given workers are running,
-  // for an orderly exit of the process (it is not a way to cancel calls:
-  // target code may catch it, and code blocked in C only sees it when it
-  // returns to Python). Gives up after timeout_ns if a worker never yields
-  // its GIL. Returns the workers it was raised in.
+  // Raises SystemExit inside the calls that the given workers are running
+  // (or inside their setup()), for an orderly exit of the process (it is not
+  // a way to cancel calls: target code may catch it, and code blocked in C
+  // only sees it when it returns to Python). Gives up after timeout_ns
+  // (< 0: no limit) if a worker never yields its GIL. Returns the workers it
+  // was raised in.
   std::vector<int> interrupt(const std::vector<int>& indices, std::int64_t timeout_ns);
 
  private:
   // Everything a worker thread touches, shared so that a worker stuck past
-  // close() (and detached) never outlives it.
+  // close() never outlives it.
   struct shared_state {
     shared_state(pool_options options, completion_callback on_complete);
 
@@ -129,7 +152,7 @@ class pool {
     call_log log;
     std::atomic<bool> broken{false};
 
-    std::mutex mutex;  // guards everything below
+    mutable std::mutex mutex;  // guards everything below
     std::condition_variable changed;
     std::vector<init_report> init;
     std::vector<bool> exited;
@@ -155,14 +178,18 @@ class pool {
     void worker_died(int index, const std::string& detail);
     worker_fault take_fault(int index);
     worker_fault peek_fault(int index);
+    bool all_exited_locked() const;
   };
 
   static void worker_main(std::shared_ptr<shared_state> shared, int index);
   static void completion_main(std::shared_ptr<shared_state> shared);
 
   std::shared_ptr<shared_state> m_shared;
+  // Joining: one thread at a time, and never a thread that is still running.
+  mutable std::mutex m_join_mutex;
   std::vector<std::thread> m_threads;
   std::thread m_completion_thread;
+  std::atomic<std::thread::id> m_completion_id{};
 };
 
 }  // namespace interp_rpc::core

@@ -1,10 +1,19 @@
 #include "core/subinterpreter.hpp"
 
-// Exported by libpython 3.14, declared only in its internal headers
+// Exported by libpython, declared only in its internal headers
 // (internal/pycore_pystate.h: "Export for _interpreters module"). A worker
 // marks its interpreter as running for its whole life, so that CPython
 // refuses to destroy it from outside (_interpreters.destroy() raises
 // "interpreter running") and is_running() tells the truth.
+//
+// Private API: its signature and meaning were checked against CPython 3.14
+// (pystate.c: fails, with RuntimeError set, only when the interpreter already
+// runs something on another thread). Another version must be checked again
+// (tests/interp_rpc/test_faults.py covers what it is for) before this range
+// is widened.
+#if PY_VERSION_HEX < 0x030E0000 || PY_VERSION_HEX >= 0x030F0000
+#error "interp-rpc uses the private _PyInterpreterState_SetRunningMain, checked on CPython 3.14 only"
+#endif
 extern "C" {
 PyAPI_FUNC(int) _PyInterpreterState_SetRunningMain(PyInterpreterState* interp);
 PyAPI_FUNC(void) _PyInterpreterState_SetNotRunningMain(PyInterpreterState* interp);
@@ -48,7 +57,21 @@ own_subinterpreter::own_subinterpreter(main_thread_state& main) {
   m_state = state;
   PyInterpreterState* interp = PyThreadState_GetInterpreter(state);
   m_id = PyInterpreterState_GetID(interp);
-  if (_PyInterpreterState_SetRunningMain(interp) < 0) PyErr_Clear();
+  if (_PyInterpreterState_SetRunningMain(interp) < 0) {
+    // Not expected on a fresh interpreter; a worker that cannot claim its
+    // interpreter must not run in it, so it fails loudly instead.
+    PyObject* exc = PyErr_GetRaisedException();
+    PyObject* text = exc != nullptr ? PyObject_Str(exc) : nullptr;
+    const char* utf8 = text != nullptr ? PyUnicode_AsUTF8(text) : nullptr;
+    m_error = std::string("could not mark the interpreter as running: ") +
+              (utf8 != nullptr ? utf8 : "unknown error");
+    PyErr_Clear();
+    Py_XDECREF(text);
+    Py_XDECREF(exc);
+    Py_EndInterpreter(state);  // leaves no thread state attached; `main` re-attaches
+    m_state = nullptr;
+    m_id = -1;
+  }
 }
 
 own_subinterpreter::~own_subinterpreter() {

@@ -57,8 +57,9 @@ class thread_state_visit {
 
 class own_subinterpreter {
  public:
-  // Requires `main` to be attached. On failure, `error()` says why and `main`
-  // is still attached.
+  // Requires `main` to be attached. On failure, `error()` says why and this
+  // thread is attached to no interpreter, or to `main` again (its destructor
+  // handles both).
   explicit own_subinterpreter(main_thread_state& main);
   own_subinterpreter(const own_subinterpreter&) = delete;
   own_subinterpreter& operator=(const own_subinterpreter&) = delete;

@@ -17,8 +17,10 @@ if sys.version_info < (3, 14):  # noqa: UP036 - a clear error on old Pythons
 
 from interp_rpc._engine import build_info
 from interp_rpc._errors import (
+    MISSING,
     CallTimeoutError,
     InterpRpcError,
+    ParallelCellError,
     PoolBrokenError,
     PoolClosedError,
     PoolInitError,
@@ -47,10 +49,12 @@ def unload_ipython_extension(ipython: object) -> None:
 
 
 __all__ = [
+    "MISSING",
     "CallRecord",
     "CallTimeoutError",
     "InterpRpcError",
     "InterpreterPool",
+    "ParallelCellError",
     "PoolBrokenError",
     "PoolClosedError",
     "PoolInitError",

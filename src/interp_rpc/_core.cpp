@@ -3,20 +3,32 @@
 // Every method that waits releases the GIL: workers need the main GIL when
 // they start and stop, and a caller blocked on a reply must not stall the
 // rest of the program. Waits on the main thread wake every 50 ms to run
-// signal handlers, so Ctrl-C (and the kernel's interrupt) stop a wait.
+// signal handlers, so Ctrl-C (and the kernel's interrupt) stop a wait: a
+// call, wait_ready() and close() alike.
+//
+// Ownership: one registry holds every engine's pool, from before its worker
+// threads start until a close() saw every thread end. The Python Engine
+// object only uses the pool; when it is collected unclosed, its pool starts
+// closing and stays registered, and the exit routine (_exit_status.py)
+// closes whatever is still registered. No thread is ever detached.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/build_info.hpp"
 #include "core/clock.hpp"
+#include "core/codes.hpp"
 #include "core/live_feed.hpp"
 #include "core/live_view.hpp"
 #include "core/pool.hpp"
@@ -30,16 +42,24 @@ constexpr std::int64_t signal_check_interval_ns = 50'000'000;
 
 unsigned long g_main_thread_ident = 0;
 
+// Seconds (None: no limit) as the engine's nanoseconds (< 0: no limit).
+// Anything past what int64 nanoseconds hold (292 years), infinity included,
+// means no limit.
 std::int64_t to_timeout_ns(std::optional<double> seconds) {
   if (!seconds) return -1;
+  if (std::isnan(*seconds)) throw py::value_error("timeout must be a number of seconds, not nan");
   if (*seconds <= 0) return 0;
+  constexpr double max_seconds = static_cast<double>(std::numeric_limits<std::int64_t>::max()) / 1e9;
+  if (*seconds >= max_seconds) return -1;
   return static_cast<std::int64_t>(*seconds * 1e9);
 }
 
-// Waits for a call with the GIL released. Returns whether it finished;
-// raises whatever a signal handler raised (KeyboardInterrupt).
-bool wait_for_call(core::call& c, std::optional<double> timeout) {
-  if (c.done()) return true;
+// Runs `wait(slice_ns) -> bool done` with the GIL released until it reports
+// done or the timeout passed. On the main thread it waits in slices and runs
+// signal handlers in between, raising whatever they raised
+// (KeyboardInterrupt). Returns whether it finished.
+template <class Wait>
+bool wait_interruptibly(Wait&& wait, std::optional<double> timeout) {
   const bool on_main_thread = PyThread_get_thread_ident() == g_main_thread_ident;
   const std::int64_t limit = to_timeout_ns(timeout);
   const std::int64_t deadline = limit < 0 ? -1 : core::now_ns() + limit;
@@ -51,13 +71,68 @@ bool wait_for_call(core::call& c, std::optional<double> timeout) {
     bool done = false;
     {
       py::gil_scoped_release unlocked;
-      done = c.wait_for(slice);
+      done = wait(slice);
     }
     if (done) return true;
     if (on_main_thread && PyErr_CheckSignals() != 0) throw py::error_already_set();
     if (deadline >= 0 && core::now_ns() >= deadline) return false;
   }
 }
+
+bool wait_for_call(core::call& c, std::optional<double> timeout) {
+  if (c.done()) return true;
+  return wait_interruptibly([&](std::int64_t slice) { return c.wait_for(slice); }, timeout);
+}
+
+// The one owner of every engine's pool (see the top of this file). Never
+// destroyed: at process exit it must not join threads from a static
+// destructor; the exit routine has closed what it could by then.
+class pool_registry {
+ public:
+  void add(std::shared_ptr<core::pool> p) {
+    std::lock_guard lock(m_mutex);
+    m_pools.push_back(std::move(p));
+  }
+  // Drops pools whose threads have all been joined. Call without the GIL:
+  // the last reference to a pool may go here.
+  void forget_finished() {
+    std::vector<std::shared_ptr<core::pool>> finished;
+    {
+      std::lock_guard lock(m_mutex);
+      const auto is_finished = [](const std::shared_ptr<core::pool>& p) { return p->finished(); };
+      for (const auto& p : m_pools) {
+        if (is_finished(p)) finished.push_back(p);
+      }
+      std::erase_if(m_pools, is_finished);
+    }
+  }
+  // Joins the threads of pools that are closing and whose workers all ended
+  // (a collected engine's pool), then drops the finished ones. Never waits
+  // on a running thread. Call without the GIL.
+  void reap() {
+    for (const auto& p : snapshot()) {
+      if (p->closing() && !p->on_completion_thread() && p->wait_exited(0)) p->finish_close();
+    }
+    forget_finished();
+  }
+  std::vector<std::shared_ptr<core::pool>> snapshot() const {
+    std::lock_guard lock(m_mutex);
+    return m_pools;
+  }
+
+ private:
+  mutable std::mutex m_mutex;
+  std::vector<std::shared_ptr<core::pool>> m_pools;
+};
+
+pool_registry& registry() {
+  static auto* const instance = new pool_registry;
+  return *instance;
+}
+
+// Set on the engine's completion threads, the only threads that settle
+// futures for nobody in particular: done-callbacks must not run there.
+thread_local bool t_on_completion_thread = false;
 
 py::dict timing_dict(const core::call_timing& t) {
   py::dict d;
@@ -93,6 +168,7 @@ void release_call_resources(core::call& c, const std::string& target) {
 // Settles calls whose callers are not waiting on them directly (futures, and
 // calls whose caller gave up waiting). Runs on the engine's completion thread.
 void settle_completed(std::vector<core::call_ptr>& batch) {
+  t_on_completion_thread = true;
   std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with call_handle::stop_waiting
   const auto needs_python = [](const core::call_ptr& c) {
     return !c->direct_waiter.load() && !c->claimed();
@@ -129,21 +205,19 @@ void acquire_buffers(const py::list& objects, core::call& c, std::vector<core::b
   for (const Py_buffer& b : c.held_buffers) views.push_back({b.buf, b.len});
 }
 
-// Outcome codes returned by engine.call() (see _pool.py).
-constexpr int status_replied = 0;
-constexpr int status_worker_died = 1;
-constexpr int status_cancelled = 2;
-constexpr int status_pool_broken = 3;
-constexpr int status_timed_out = 4;
-constexpr int status_closed = 5;
-constexpr int status_broken = 6;
+constexpr int code(core::call_status status) { return static_cast<int>(status); }
+
+constexpr int status_replied = code(core::call_status::replied);
+constexpr int status_timed_out = code(core::call_status::timed_out);
+constexpr int status_closed = code(core::call_status::closed);
+constexpr int status_broken = code(core::call_status::broken);
 
 int status_of(core::call_outcome outcome) {
   switch (outcome) {
     case core::call_outcome::replied: return status_replied;
-    case core::call_outcome::worker_died: return status_worker_died;
-    case core::call_outcome::cancelled: return status_cancelled;
-    case core::call_outcome::pool_broken: return status_pool_broken;
+    case core::call_outcome::worker_died: return code(core::call_status::worker_died);
+    case core::call_outcome::cancelled: return code(core::call_status::cancelled);
+    case core::call_outcome::pool_broken: return code(core::call_status::pool_broken);
     case core::call_outcome::pending: break;
   }
   return status_timed_out;
@@ -174,14 +248,24 @@ class call_handle {
     return m_call->done();
   }
 
-  bool claim() { return m_call->try_claim(); }
+  bool claim() {
+    if (m_call->try_claim()) m_won_claim = true;
+    return m_won_claim;
+  }
 
-  void release() { release_call_resources(*m_call, m_call->target); }
+  // Only the party that won the claim releases; anyone else (this handle
+  // after losing to the completion thread) leaves it to the winner.
+  bool release() {
+    if (!m_won_claim) return false;
+    release_call_resources(*m_call, m_call->target);
+    return true;
+  }
 
   const core::call_ptr& get() const { return m_call; }
 
  private:
   core::call_ptr m_call;
+  bool m_won_claim = false;
 };
 
 class engine {
@@ -196,14 +280,38 @@ class engine {
     options.bootstrap_filename = std::move(bootstrap_filename);
     options.setup_request = setup_request;
     py::gil_scoped_release unlocked;
-    m_pool = std::make_unique<core::pool>(std::move(options), settle_completed);
+    registry().reap();
+    m_pool = std::make_shared<core::pool>(std::move(options), settle_completed);
+    // Owned before any thread exists: whatever happens to this object, the
+    // registry still knows the threads.
+    registry().add(m_pool);
+    m_pool->start();
+    m_owner = true;
+  }
+
+  // Another handle on a registered pool (for the exit routine): using it
+  // never closes the pool.
+  explicit engine(std::shared_ptr<core::pool> p) : m_pool(std::move(p)) {}
+
+  engine(const engine&) = delete;
+  engine& operator=(const engine&) = delete;
+
+  // A collected, unclosed engine: its pool stops taking calls and its
+  // workers end once they finished what is queued (as ThreadPoolExecutor's
+  // do). The registry still holds it, so nothing waits here.
+  ~engine() {
+    if (m_owner && !m_pool->closing()) m_pool->begin_close(false);
   }
 
   py::list wait_ready(std::optional<double> timeout) {
+    wait_interruptibly([&](std::int64_t slice) {
+      m_pool->wait_ready(slice);
+      return m_pool->ready();
+    }, timeout);
     std::vector<core::init_report> reports;
     {
       py::gil_scoped_release unlocked;
-      reports = m_pool->wait_ready(to_timeout_ns(timeout));
+      reports = m_pool->wait_ready(0);
     }
     py::list out;
     for (const auto& r : reports) {
@@ -244,19 +352,26 @@ class engine {
     }
     call_handle waiting(c);
     if (!waiting.wait(timeout)) return py::make_tuple(status_timed_out, 0, py::none(), -1, c->id);
-    waiting.claim();
-    waiting.release();
+    if (waiting.claim()) waiting.release();
     return py::make_tuple(status_of(c->outcome()), c->reply_kind(), py::bytes(c->reply()),
                           c->worker_index(), c->id);
   }
 
   bool cancel(call_handle& handle) { return m_pool->cancel(handle.get()); }
 
+  // Safe from any number of threads at once; interruptible on the main
+  // thread (the pool then goes on closing, and stays registered).
   py::list close(bool cancel_pending, std::optional<double> timeout) {
+    {
+      py::gil_scoped_release unlocked;
+      m_pool->begin_close(cancel_pending);
+    }
+    wait_interruptibly([&](std::int64_t slice) { return m_pool->wait_exited(slice); }, timeout);
     std::vector<core::stuck_worker> stuck;
     {
       py::gil_scoped_release unlocked;
-      stuck = m_pool->close(cancel_pending, to_timeout_ns(timeout));
+      stuck = m_pool->finish_close();
+      if (stuck.empty()) registry().forget_finished();
     }
     py::list out;
     for (const auto& w : stuck) out.append(py::make_tuple(w.index, w.target, w.busy_seconds));
@@ -339,9 +454,10 @@ class engine {
     });
   }
 
-  std::vector<int> interrupt(const std::vector<int>& indices, double timeout) {
+  std::vector<int> interrupt(const std::vector<int>& indices, std::optional<double> timeout) {
+    const std::int64_t limit = to_timeout_ns(timeout);
     py::gil_scoped_release unlocked;
-    return m_pool->interrupt(indices, static_cast<std::int64_t>(timeout * 1e9));
+    return m_pool->interrupt(indices, limit);
   }
 
   bool inject_fault(int index, const std::string& kind) {
@@ -379,7 +495,8 @@ class engine {
     return result == core::job_queue::push_result::closed ? "closed" : "broken";
   }
 
-  std::unique_ptr<core::pool> m_pool;
+  std::shared_ptr<core::pool> m_pool;
+  bool m_owner = false;  // made by the constructor, not open_engines()
   std::uint64_t m_next_id = 0;
 };
 
@@ -407,6 +524,17 @@ PYBIND11_MODULE(_core, m) {
       },
       "The versions interp-rpc's engine was compiled against.");
 
+  // The codes shared with the Python layer (core/codes.hpp).
+  m.attr("STATUS_REPLIED") = status_replied;
+  m.attr("STATUS_WORKER_DIED") = code(core::call_status::worker_died);
+  m.attr("STATUS_CANCELLED") = code(core::call_status::cancelled);
+  m.attr("STATUS_POOL_BROKEN") = code(core::call_status::pool_broken);
+  m.attr("STATUS_TIMED_OUT") = status_timed_out;
+  m.attr("STATUS_CLOSED") = status_closed;
+  m.attr("STATUS_BROKEN") = status_broken;
+  m.attr("REPLY_OK") = core::reply_kind_ok;
+  m.attr("REPLY_ENGINE_ERROR") = core::reply_kind_engine_error;
+
   m.def("monotonic_ns", &core::now_ns, "The engine's clock (the same as time.monotonic_ns()).");
 
   py::class_<call_handle>(m, "CallHandle")
@@ -414,7 +542,8 @@ PYBIND11_MODULE(_core, m) {
            "Wait (GIL released) until the call finished; False on timeout.")
       .def("claim", &call_handle::claim, "True for the one party that settles this call.")
       .def("release", &call_handle::release,
-           "Release the future and buffers the call holds (after a won claim).")
+           "Release the future and buffers the call holds, if this handle won the claim; "
+           "returns whether it did.")
       .def_property_readonly("id", [](const call_handle& h) { return h.get()->id; })
       .def_property_readonly("done", [](const call_handle& h) { return h.get()->done(); })
       .def_property_readonly("status", [](const call_handle& h) { return status_of(h.get()->outcome()); })
@@ -422,6 +551,23 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("reply", [](const call_handle& h) { return py::bytes(h.get()->reply()); })
       .def_property_readonly("worker", [](const call_handle& h) { return h.get()->worker_index(); })
       .def_property_readonly("timing", [](const call_handle& h) { return timing_dict(h.get()->timing); });
+
+  m.def(
+      "open_engines",
+      [] {
+        {
+          py::gil_scoped_release unlocked;
+          registry().reap();
+        }
+        py::list out;
+        for (auto& p : registry().snapshot()) out.append(py::cast(new engine(std::move(p)), py::return_value_policy::take_ownership));
+        return out;
+      },
+      "Every engine whose threads have not all been joined yet, collected ones included: "
+      "handles for the exit routine, whose loss never closes a pool.");
+  m.def(
+      "on_completion_thread", [] { return t_on_completion_thread; },
+      "Whether this is an engine's completion thread (done-callbacks must not run here).");
 
   py::class_<engine>(m, "Engine")
       .def(py::init<int, std::string, std::string, const py::bytes&>(), py::arg("workers"),
@@ -441,7 +587,7 @@ PYBIND11_MODULE(_core, m) {
            "Finished-call records logged after position `after`, oldest first.")
       .def("totals", &engine::totals)
       .def("inject_fault", &engine::inject_fault, py::arg("index"), py::arg("kind"))
-      .def("interrupt", &engine::interrupt, py::arg("indices"), py::arg("timeout"),
+      .def("interrupt", &engine::interrupt, py::arg("indices"), py::arg("timeout") = py::none(),
            "Raise SystemExit in the calls these workers run (used at interpreter exit).")
       .def("render_live", &engine::render_live, py::arg("target"), py::arg("total"),
            py::arg("items_at_start"), py::arg("started_ns"),
@@ -453,6 +599,7 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("workers", [](engine& e) { return e.pool().workers(); })
       .def_property_readonly("alive", [](engine& e) { return e.pool().alive(); })
       .def_property_readonly("broken", [](engine& e) { return e.pool().broken(); })
+      .def_property_readonly("closing", [](engine& e) { return e.pool().closing(); })
       .def_property_readonly("queued", [](engine& e) { return e.pool().queued(); })
       .def_property_readonly("last_call_id", &engine::last_call_id,
                              "The id of the most recently submitted call (0: none yet).")

@@ -29,6 +29,17 @@ class InterpRpcError(Exception):
     """Base class of every error interp-rpc raises."""
 
 
+class _Missing:
+    """The type of MISSING."""
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+#: Stands for the result of an item that did not finish, in ``partial_results``.
+MISSING = _Missing()
+
+
 class RemoteError(InterpRpcError):
     """The target raised an exception inside a worker.
 
@@ -61,6 +72,9 @@ class RemoteError(InterpRpcError):
         self.target = target
         self.worker = worker
         self.item_index = item_index
+        #: For a map: every item's result, in order, MISSING where an item did
+        #: not finish (the failed one, and those after it); None for a call.
+        self.partial_results: list[object] | None = None
         super().__init__(self._describe())
 
     @property
@@ -72,9 +86,15 @@ class RemoteError(InterpRpcError):
 
     def _repr_html_(self) -> str:
         """How a notebook displays a caught RemoteError (``err`` in a cell)."""
-        from interp_rpc.notebook.render import remote_error_html
+        from interp_rpc._render import remote_error_html
 
         return remote_error_html(self)
+
+    def _render_traceback_(self) -> list[str]:
+        """How IPython shows it raised: the caller's frames, then the remote traceback."""
+        from interp_rpc._render import remote_error_lines
+
+        return remote_error_lines(self)
 
     def origin(self, quote_target: bool = True) -> list[str]:
         """Where it was raised: "worker N", "target ...", "item N", as known."""
@@ -120,6 +140,18 @@ class ShareabilityError(InterpRpcError, TypeError):
             f"a value of type {value_type!r} was rejected ({reason}).\n{SHAREABLE_VALUES_HELP}"
         )
 
+    def _repr_html_(self) -> str:
+        from interp_rpc._render import shareability_html
+
+        return shareability_html(self)
+
+    def _render_traceback_(self) -> list[str]:
+        """How IPython shows it raised: the caller's frames, the message, the
+        way down to the culprit as a tree (once), then what can cross."""
+        from interp_rpc._render import shareability_lines
+
+        return shareability_lines(self)
+
 
 class TargetResolutionError(InterpRpcError, LookupError):
     """The target cannot be resolved, or cannot be sent by reference."""
@@ -161,6 +193,31 @@ class CallTimeoutError(InterpRpcError, TimeoutError):
             message += "; it is still queued"
         message += ". The call was not stopped: subinterpreters cannot be interrupted."
         super().__init__(message)
+
+    def _render_traceback_(self) -> list[str]:
+        from interp_rpc._render import timeout_lines
+
+        return timeout_lines(self)
+
+
+class ParallelCellError(InterpRpcError):
+    """A cell run in every worker (%%parallel) failed in one or more of them.
+
+    ``errors`` maps each failing worker's index to its error (a RemoteError
+    for an exception raised by the cell).
+    """
+
+    def __init__(self, errors: dict[int, Exception], *, workers: int) -> None:
+        self.errors = errors
+        self.workers = workers
+        failed = ", ".join(str(index) for index in sorted(errors))
+        super().__init__(f"the cell failed in worker(s) {failed} of {workers}")
+
+    def _render_traceback_(self) -> list[str]:
+        """Each distinct error once, headed by the workers that raised it."""
+        from interp_rpc._render import parallel_cell_lines
+
+        return parallel_cell_lines(self)
 
 
 class WorkerDiedError(InterpRpcError):

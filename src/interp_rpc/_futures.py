@@ -6,10 +6,10 @@ import threading
 from concurrent.futures import CancelledError, Future
 from typing import TYPE_CHECKING, Any
 
-from interp_rpc import _replies
+from interp_rpc import _callbacks, _replies
+from interp_rpc._engine import _core
 
 if TYPE_CHECKING:
-    from interp_rpc._engine import _core
     from interp_rpc._pool import InterpreterPool
 
 
@@ -78,6 +78,16 @@ class CallFuture(Future[Any]):
     def exception(self, timeout: float | None = None) -> BaseException | None:
         self._wait_and_settle(timeout)
         return super().exception(timeout)
+
+    def _invoke_callbacks(self) -> None:
+        # Future calls this once the outcome is set. The engine's completion
+        # thread settles every future: a callback run there could stall all
+        # of them, or deadlock a close() it calls, so they run elsewhere.
+        invoke = super()._invoke_callbacks  # type: ignore[misc]  # private in typeshed
+        if _core.on_completion_thread():
+            _callbacks.run_soon(invoke)
+        else:
+            invoke()
 
     def cancel(self) -> bool:
         handle = self._handle

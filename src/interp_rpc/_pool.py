@@ -1,45 +1,41 @@
 """InterpreterPool: the executor, the Python face of the C++ engine.
 
 Its parts live beside it: _futures (the Future of a call), _replies (what a
-reply means), _exit_policy (pools still open at exit), _records (what a pool
+reply means), _exit_policy (engines still running at exit), _records (what a pool
 reports) and _engine (the C++ module).
 """
 
 from __future__ import annotations
 
 import functools
-import math
 import sys
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor, Future
 from typing import Any, Self
 
 from interp_rpc import _exit_policy, _replies, _targets, _wire
 from interp_rpc._engine import WORKER_SOURCE, _core, require_engine
 from interp_rpc._errors import (
+    MISSING,
     CallTimeoutError,
     InterpRpcError,
     PoolBrokenError,
     PoolClosedError,
     PoolInitError,
+    RemoteError,
     WorkerDiedError,
     WorkerInitFailure,
 )
 from interp_rpc._futures import CallFuture
+from interp_rpc._map import MapRun
 from interp_rpc._profiling import ProfileRecorder, ProfileSession
 from interp_rpc._records import CallRecord, PoolStats, WorkerStatus
 from interp_rpc._validation import check_timeout, check_workers
 
 __all__ = ["CallRecord", "InterpreterPool", "PoolStats", "WorkerStatus"]
-
-# Adaptive chunking of map(): aim for this many chunks per worker, so work
-# stays balanced, without sending more than this many items in one request.
-_CHUNKS_PER_WORKER = 8
-_MAX_CHUNK = 512
-
 
 class InterpreterPool(Executor):
     """A warm pool of subinterpreters, each on its own OS thread with its own GIL.
@@ -68,6 +64,7 @@ class InterpreterPool(Executor):
         self._lock = threading.Lock()
         self._closed = False
         self._profiling = ProfileRecorder()
+        _exit_policy.prepare()  # before the engine exists: it is stopped at exit whatever happens
         setup = {"sys_path": list(sys.path), "main": _targets.main_module_spec(), "init": init}
         self._engine = _core.Engine(workers, WORKER_SOURCE.read_text(), str(WORKER_SOURCE),
                                     _wire.dumps(setup))
@@ -81,7 +78,6 @@ class InterpreterPool(Executor):
             self._closed = True
             self._engine.close(cancel_pending=True, timeout=1.0)
             raise PoolInitError(failures, init_timeout=init_timeout)
-        _exit_policy.register(self)
 
     @staticmethod
     def _init_failure(report: dict[str, Any]) -> WorkerInitFailure:
@@ -114,105 +110,48 @@ class InterpreterPool(Executor):
         name, request, buffers, submitted, cost = self._encode(target, args, kwargs)
         status, kind, reply, worker, call_id = self._engine.call(
             name, request, buffers, timeout, submitted, cost)
-        if status == _wire.STATUS_TIMED_OUT:
+        if status == _core.STATUS_TIMED_OUT:
             assert timeout is not None
             self._profiling.gave_up(call_id)
             busy_worker, seconds = self._busy_worker(call_id)
             raise CallTimeoutError(name, timeout, worker=busy_worker, running_seconds=seconds)
-        if status in (_wire.STATUS_CLOSED, _wire.STATUS_BROKEN):
+        if status in (_core.STATUS_CLOSED, _core.STATUS_BROKEN):
             raise _replies.refusal(status, name)
         assert reply is not None
         return _replies.reply_value(status, kind, reply, worker, target, args, kwargs)
 
-    def map(  # type: ignore[override]  # a list, not a lazy iterator: see docstring
-            self, fn: Callable[..., Any] | str, *iterables: Iterable[Any],
+    def map(self, fn: Callable[..., Any] | str, *iterables: Iterable[Any],
             timeout: float | None = None, chunksize: int | None = None,
-            buffersize: int | None = None) -> list[Any]:
-        """``[fn(item) for item in iterable]`` in parallel, results in order.
+            buffersize: int | None = None) -> Iterator[Any]:
+        """``fn(item)`` for every item, in parallel: an iterator over the
+        results, in order, as ``Executor.map``.
 
         With several iterables, ``fn(*items)`` for each tuple of items, as the
-        builtin ``map``. ``timeout`` is a deadline for the whole map. Items go
-        out in chunks (adaptive unless ``chunksize`` is given); when an item
-        raises, or on timeout or interrupt, chunks not yet started are
-        cancelled. ``buffersize`` caps the number of chunks in flight.
-
-        Unlike ``Executor.map``, which returns a lazy iterator, this returns
-        the list of results once every item is done; iterating it works the
-        same way.
+        builtin ``map``. The work is submitted by the call (all of it, or
+        ``buffersize`` items ahead of the consumer, so infinite iterables
+        work); ``timeout`` runs from the call and is raised by ``__next__``.
+        Items go out in chunks, adaptive unless ``chunksize`` is given. The
+        first failing item raises, in order; that, a timeout, or closing the
+        iterator cancels the chunks that have not started.
         """
-        return self._map(fn, iterables, timeout=timeout, chunksize=chunksize,
-                         buffersize=buffersize)
+        return MapRun(self, fn, iterables, timeout=timeout, chunksize=chunksize,
+                      buffersize=buffersize).results()
 
     def _map(self, fn: Callable[..., Any] | str, iterables: tuple[Iterable[Any], ...], *,
              timeout: float | None = None, chunksize: int | None = None,
-             buffersize: int | None = None,
              on_dispatched: Callable[[], None] | None = None) -> list[Any]:
-        """map(), calling ``on_dispatched`` once the first chunk is queued (the
-        notebook shows its live view only for a map that really started)."""
-        if not iterables:
-            raise TypeError("map() needs at least one iterable")
-        check_timeout("timeout", timeout)
-        for name, value in (("chunksize", chunksize), ("buffersize", buffersize)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                      or value < 1):
-                raise ValueError(f"{name} must be a positive int or None, not {value!r}")
-        deadline = None if timeout is None else time.monotonic() + timeout
-        star = len(iterables) > 1
-        items: list[Any] = list(zip(*iterables, strict=False)) if star else list(iterables[0])
-        if not items:
-            _targets.normalize(fn)
-            return []
-        size = chunksize or max(1, min(_MAX_CHUNK, math.ceil(
-            len(items) / (self._engine.workers * _CHUNKS_PER_WORKER))))
-        mode = self._profiling.chunk_mode("starchunk" if star else "chunk")
-        # Every chunk is encoded before any is sent: an item that cannot cross
-        # fails the map before anything runs.
-        encoded = [(start, len(chunk), self._encode(fn, (chunk,), {}, mode, start))
-                   for start in range(0, len(items), size)
-                   for chunk in (items[start:start + size],)]
-        pending: list[tuple[int, _core.CallHandle]] = []
+        """The list of map()'s results, calling ``on_dispatched`` once the
+        first chunk is queued (the notebook shows its live view only for a map
+        that really started). A failing item's RemoteError carries every
+        result that arrived before it, in ``partial_results``."""
+        run = MapRun(self, fn, iterables, timeout=timeout, chunksize=chunksize,
+                     buffersize=None, on_dispatched=on_dispatched)
         results: list[Any] = []
-        chunks = iter(encoded)
-
-        def send_next() -> bool:
-            chunk = next(chunks, None)
-            if chunk is None:
-                return False
-            start, count, request = chunk
-            pending.append((start, self._submit(request, item_index=start, item_count=count)))
-            return True
-
         try:
-            while (buffersize is None or len(pending) < buffersize) and send_next():
-                pass
-            if on_dispatched is not None:
-                on_dispatched()
-            while pending:
-                start, handle = pending.pop(0)
-                remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-                if not handle.wait(remaining):
-                    assert timeout is not None
-                    pending.insert(0, (start, handle))
-                    self._profiling.gave_up(handle.id)
-                    busy = self._busy_worker(handle.id)
-                    raise CallTimeoutError(_targets.describe(fn), timeout, worker=busy[0],
-                                           running_seconds=busy[1], completed=len(results),
-                                           total=len(items))
-                handle.claim()
-                handle.release()
-                values, failed, error, *marks = _replies.reply_value(
-                    handle.status, handle.reply_kind, handle.reply, handle.worker, fn, (), {},
-                    chunk_start=start)
-                if marks:  # the chunk was profiled
-                    self._profiling.item_marks(handle.id, marks[0], failed)
-                results.extend(values)
-                if failed >= 0:
-                    raise _replies.remote_error(_wire.loads(error), target=_targets.describe(fn),
-                                        worker=handle.worker, item_index=start + failed)
-                send_next()
-        except BaseException:
-            for _, handle in pending:
-                self._engine.cancel(handle)
+            results.extend(run.results())
+        except RemoteError as failure:
+            missing = (run.total or len(results)) - len(results)
+            failure.partial_results = [*results, *[MISSING] * missing]
             raise
         return results
 
@@ -278,7 +217,6 @@ class InterpreterPool(Executor):
         stuck = self._engine.close(cancel_pending=not wait if cancel is None else cancel,
                                    timeout=timeout)
         if not stuck:
-            _exit_policy.unregister(self)  # every worker has exited
             return False
         if warn or at_exit:
             names = "; ".join(f"worker {index} running {target!r} for {seconds:.1f} s"
@@ -331,7 +269,7 @@ class InterpreterPool(Executor):
         """Profile what the pool runs in a ``with`` block::
 
             with pool.profile(functions=True) as prof:
-                pool.map(f, items)
+                list(pool.map(f, items))
             prof.stats.sort_stats("cumtime").print_stats(10)
 
         ``prof`` is a Profile: one record per map item or call (``.records``),

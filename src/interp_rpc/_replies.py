@@ -7,6 +7,7 @@ from concurrent.futures import CancelledError
 from typing import Any
 
 from interp_rpc import _remote_classes, _targets, _wire
+from interp_rpc._engine import _core
 from interp_rpc._errors import (
     InterpRpcError,
     PoolBrokenError,
@@ -26,18 +27,18 @@ def reply_value(status: int, kind: int, reply: bytes, worker: int, target: objec
     For a map chunk (``chunk_start`` given) the value is the worker's
     ``(results, index of the failed item or -1, its pickled error)``.
     """
-    if status == _wire.STATUS_REPLIED and kind == _wire.RETURNED:
+    if status == _core.STATUS_REPLIED and kind == _wire.RETURNED:
         try:
             return _wire.loads(reply)
         except Exception as exc:
             raise ShareabilityError("return value", "unknown",
                                     f"it could not be loaded here: {exc}") from None
     name = _targets.describe(target)
-    if status == _wire.STATUS_CANCELLED:
+    if status == _core.STATUS_CANCELLED:
         raise CancelledError()
-    if status == _wire.STATUS_WORKER_DIED:
+    if status == _core.STATUS_WORKER_DIED:
         raise WorkerDiedError(name, reply.decode("utf-8", "replace"))
-    if status == _wire.STATUS_POOL_BROKEN:
+    if status == _core.STATUS_POOL_BROKEN:
         raise PoolBrokenError(f"every worker of the pool has died; call to {name!r} "
                               "never ran")
     if kind == _wire.RAISED:
@@ -73,7 +74,7 @@ def remote_error(info: dict[str, str], *, target: str, worker: int | None,
 
 def refusal(status: str | int, name: str) -> InterpRpcError:
     """The error for a call the engine would not queue."""
-    if status in ("closed", _wire.STATUS_CLOSED):
+    if status in ("closed", _core.STATUS_CLOSED):
         return PoolClosedError(f"the pool is closed; cannot call {name!r}")
     return PoolBrokenError(f"every worker of the pool has died; cannot call {name!r}")
 

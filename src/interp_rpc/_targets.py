@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import linecache
 import marshal
 import os
 import pickle
@@ -21,8 +22,8 @@ from interp_rpc._errors import TargetResolutionError
 
 # What a request carries: ("path", "pkg.module.Class.method"); for a
 # function defined interactively, ("code", marshalled code, name, pickled
-# defaults): see _by_value(); for a bound method, ("pickled", its pickle,
-# display name): see _bound_method().
+# defaults, source of its cell): see _by_value(); for a bound method,
+# ("pickled", its pickle, display name): see _bound_method().
 TargetSpec = tuple[str | bytes, ...]
 
 _DEFINE_IN_WORKERS = (
@@ -148,7 +149,17 @@ def _by_value(fn: Callable[..., Any]) -> TargetSpec:
         raise TargetResolutionError(
             f"target {name!r} has default argument values that cannot cross ({exc}); "
             f"{_DEFINE_IN_WORKERS}", target=name) from None
-    return ("code", marshal.dumps(code), fn.__qualname__, defaults)
+    return ("code", marshal.dumps(code), fn.__qualname__, defaults, _cell_source(code))
+
+
+def _cell_source(code: types.CodeType) -> str:
+    """The source of the cell that defined the code, when it exists only in
+    this process's linecache (IPython puts cells there): the worker puts it in
+    its own, so its tracebacks show the lines. A file it reads itself."""
+    filename = code.co_filename
+    if os.path.exists(filename):
+        return ""
+    return "".join(linecache.getlines(filename))
 
 
 def _reference_of(fn: Callable[..., Any]) -> str:

@@ -6,7 +6,8 @@ every worker loads the same file by path (workers never import the
 It must therefore use nothing but the standard library.
 
 Requests and replies are pickle protocol 5 bytes. Reply kinds tell the caller
-how to read a reply; 0 is success, and the engine adds 100 for its own errors.
+how to read a reply; 0 is success, and the engine adds its own errors
+(``_core.REPLY_ENGINE_ERROR``; the engine's codes are defined in core/codes.hpp).
 """
 
 from __future__ import annotations
@@ -28,23 +29,12 @@ if TYPE_CHECKING:
 PROTOCOL = 5
 
 # Reply kinds (the first element of every reply).
-RETURNED = 0  # reply: the pickled return value
+RETURNED = 0  # reply: the pickled return value (the engine's REPLY_OK)
 RAISED = 1  # reply: pickled describe_exception() of what the target raised
 RESULT_UNSHAREABLE = 2  # reply: pickled Culprit fields of the return value
 TARGET_UNRESOLVED = 3  # reply: pickled {"message", "failed_part"}
 ARGUMENTS_UNLOADABLE = 4  # reply: pickled describe_exception() of the unpickling error
 SETUP_FAILED = 5  # reply: pickled describe_exception() of what init= raised
-ENGINE_ERROR = 100  # reply: UTF-8 text from the C++ engine
-
-
-# Outcome codes of a call, as the engine reports them (_core.cpp, call_status).
-STATUS_REPLIED = 0
-STATUS_WORKER_DIED = 1
-STATUS_CANCELLED = 2
-STATUS_POOL_BROKEN = 3
-STATUS_TIMED_OUT = 4
-STATUS_CLOSED = 5
-STATUS_BROKEN = 6
 
 #: Top-level bytes arguments at least this large cross without being copied:
 #: the worker reads the caller's memory through a read-only memoryview.

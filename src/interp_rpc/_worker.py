@@ -184,10 +184,19 @@ def setup(config_view: memoryview) -> tuple[int, bytes]:
 
 def _resolve_path(path: str) -> Callable[..., Any]:
     """'pkg.module.Class.method': import the longest importable module prefix,
-    then walk attributes. A bare name is looked up in __main__."""
+    then walk attributes. A bare name is looked up as the notebook's code
+    would look it up, in __main__ then builtins (a function named glob is not
+    the module glob), and only then imported."""
     parts = path.split(".")
     if not all(parts):
         raise TargetError(f"target {path!r} is not a dotted path", path)
+    main = sys.modules["__main__"].__dict__
+    if len(parts) == 1 and (path in main or hasattr(builtins, path)):
+        found = main[path] if path in main else getattr(builtins, path)
+        if not callable(found):
+            raise TargetError(f"target {path!r} resolved to a {type(found).__name__} in "
+                              "the worker's __main__, which is not callable", path)
+        return found  # type: ignore[no-any-return]
     module: ModuleType | None = None
     split = len(parts)
     while split > 0:
@@ -238,9 +247,16 @@ def _global_names(code: CodeType) -> set[str]:
     return names
 
 
-def _rebuild_function(code_bytes: bytes, qualname: str, defaults: bytes) -> Callable[..., Any]:
-    """A function sent by value, rebuilt over this worker's __main__."""
+def _rebuild_function(code_bytes: bytes, qualname: str, defaults: bytes,
+                      source: str = "") -> Callable[..., Any]:
+    """A function sent by value, rebuilt over this worker's __main__; the
+    source of its notebook cell, if sent, goes into linecache for tracebacks."""
     code = marshal.loads(code_bytes)
+    if source:
+        import linecache
+
+        linecache.cache[code.co_filename] = (len(source), None, source.splitlines(True),
+                                             code.co_filename)
     main = sys.modules["__main__"].__dict__
     missing = sorted(n for n in _global_names(code)
                      if n not in main and not hasattr(builtins, n))
@@ -266,7 +282,7 @@ def resolve(spec: tuple[str, ...]) -> Callable[..., Any]:
         if spec[0] == "path":
             fn = _resolve_path(spec[1])
         elif spec[0] == "code":
-            fn = _rebuild_function(spec[1], spec[2], spec[3])  # type: ignore[arg-type]
+            fn = _rebuild_function(*spec[1:])  # type: ignore[arg-type]
         else:
             raise TargetError(f"unknown target kind {spec[0]!r}", spec[0])
         _targets[spec] = fn
@@ -359,27 +375,43 @@ def profile_functions(on: bool) -> dict[str, Any] | None:
     return None if profiler is None else profiler.results()
 
 
-def run_cell(source: str) -> dict[str, Any]:
+def run_cell(source: str, filename: str = "<parallel cell>") -> dict[str, Any]:
     """%%parallel: run a notebook cell in this worker's __main__.
 
     Returns what it printed and, if it raised, the error as data, so that the
-    output printed before an error is not lost.
+    output printed before an error is not lost. The cell's source goes into
+    linecache, so tracebacks show its lines; targets resolved from names the
+    cell (re)binds are forgotten, so a redefinition takes effect at once.
     """
     import contextlib
     import io
+    import linecache
 
     out, err = io.StringIO(), io.StringIO()
     main = sys.modules["__main__"].__dict__
-    before = set(main)
+    before = dict(main)
     error = None
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     try:
-        code = compile(source, "<parallel cell>", "exec")
+        code = compile(source, filename, "exec")
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             exec(code, main)
     except BaseException as exc:
         error = wire.describe_exception(exc, skip_frames=1)
+    finally:
+        unbound = object()
+        rebound = {name for name, value in main.items() if before.get(name, unbound) is not value}
+        _forget_targets(rebound | (before.keys() - main.keys()))
     return {"stdout": out.getvalue(), "stderr": err.getvalue(), "error": error,
-            "defined": sorted(name for name in set(main) - before if not name.startswith("_"))}
+            "defined": sorted(name for name in main.keys() - before.keys()
+                              if not name.startswith("_"))}
+
+
+def _forget_targets(names: set[str]) -> None:
+    """Drop resolved targets that start at one of these __main__ names."""
+    for spec in list(_targets):
+        if spec[0] == "path" and spec[1].removeprefix("__main__.").split(".")[0] in names:
+            del _targets[spec]
 
 
 def _unshareable_result(result: Any, mode: str) -> dict[str, Any]:

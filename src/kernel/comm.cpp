@@ -25,20 +25,6 @@ nl::json to_json_object(const py::handle& value) {
   return pyjson::to_json(value);
 }
 
-xeus::buffer_sequence to_buffers(const py::handle& buffers) {
-  xeus::buffer_sequence result;
-  if (buffers.is_none()) {
-    return result;
-  }
-  for (const py::handle item : buffers) {
-    // bytes, bytearray, memoryview, numpy arrays: anything with a buffer.
-    const py::buffer_info info = py::reinterpret_borrow<py::buffer>(item).request();
-    const auto* bytes = static_cast<const char*>(info.ptr);
-    result.emplace_back(bytes, bytes + info.size * info.itemsize);
-  }
-  return result;
-}
-
 // A message as Python kernels hand it to comm callbacks.
 py::dict to_python(const xeus::xmessage& message) {
   py::list buffers;
@@ -56,6 +42,26 @@ py::dict to_python(const xeus::xmessage& message) {
 
 }  // namespace
 
+xeus::buffer_sequence to_buffer_sequence(const py::handle& buffers) {
+  xeus::buffer_sequence result;
+  if (buffers.is_none()) {
+    return result;
+  }
+  for (const py::handle item : buffers) {
+    // bytes, bytearray, memoryview, numpy arrays: anything with a buffer, in
+    // C order (a strided view is copied into one).
+    const py::object contiguous = py::reinterpret_steal<py::object>(
+        PyMemoryView_GetContiguous(item.ptr(), PyBUF_READ, 'C'));
+    if (!contiguous) {
+      throw py::error_already_set();
+    }
+    const Py_buffer* view = PyMemoryView_GET_BUFFER(contiguous.ptr());
+    const auto* bytes = static_cast<const char*>(view->buf);
+    result.emplace_back(bytes, bytes + view->len);
+  }
+  return result;
+}
+
 /**** comm ****/
 
 comm::comm(comm_manager& manager, xeus::xcomm xeus_comm, std::string target_name)
@@ -71,15 +77,30 @@ void comm::send(const py::object& data, const py::object& metadata, const py::ob
   if (m_closed || !m_comm) {
     return;
   }
-  m_comm->send(to_json_object(metadata), to_json_object(data), to_buffers(buffers));
+  m_comm->send(to_json_object(metadata), to_json_object(data), to_buffer_sequence(buffers));
 }
 
 void comm::close(const py::object& data, const py::object& metadata, const py::object& buffers) {
   if (m_closed || !m_comm) {
     return;
   }
+  m_comm->close(to_json_object(metadata), to_json_object(data), to_buffer_sequence(buffers));
+  mark_closed();
+  p_manager->collect_closed();
+}
+
+void comm::on_msg(py::object callback) {
+  if (!m_closed) m_on_msg = std::move(callback);
+}
+
+void comm::on_close(py::object callback) {
+  if (!m_closed) m_on_close = std::move(callback);
+}
+
+void comm::mark_closed() {
   m_closed = true;
-  m_comm->close(to_json_object(metadata), to_json_object(data), to_buffers(buffers));
+  m_on_msg = py::none();
+  m_on_close = py::none();
 }
 
 py::object comm::kernel() const { return p_manager ? p_manager->kernel() : py::none(); }
@@ -88,10 +109,12 @@ py::object comm::kernel() const { return p_manager ? p_manager->kernel() : py::n
 // close the comm or change its callbacks meanwhile, under the GIL.
 void comm::handle_message(const xeus::xmessage& message) {
   py::gil_scoped_acquire gil;
-  if (m_closed || !m_on_msg) {
+  if (m_closed || !m_on_msg || m_on_msg.is_none()) {
     return;
   }
-  p_manager->owner().run_for_request(message, [&] { m_on_msg(to_python(message)); });
+  // A copy: the callback may replace itself (or close the comm).
+  const py::object callback = m_on_msg;
+  p_manager->run_handler(message, [&] { callback(to_python(message)); });
 }
 
 void comm::handle_close(const xeus::xmessage& message) {
@@ -99,9 +122,10 @@ void comm::handle_close(const xeus::xmessage& message) {
   if (m_closed) {
     return;
   }
-  m_closed = true;
-  if (m_on_close) {
-    p_manager->owner().run_for_request(message, [&] { m_on_close(to_python(message)); });
+  const py::object callback = m_on_close;
+  mark_closed();
+  if (callback && !callback.is_none()) {
+    p_manager->run_handler(message, [&] { callback(to_python(message)); });
   }
 }
 
@@ -135,7 +159,7 @@ py::object comm_manager::open(const std::string& target_name, const py::object& 
   const xeus::xguid id =
       comm_id.is_none() ? xeus::new_xguid() : xeus::xguid(comm_id.cast<std::string>());
   xeus::xcomm xeus_comm(target(target_name), id);
-  xeus_comm.open(to_json_object(metadata), to_json_object(data), to_buffers(buffers));
+  xeus_comm.open(to_json_object(metadata), to_json_object(data), to_buffer_sequence(buffers));
   return adopt(std::make_unique<comm>(*this, std::move(xeus_comm), target_name));
 }
 
@@ -178,8 +202,32 @@ void comm_manager::open_from_frontend(xeus::xcomm&& xeus_comm, const xeus::xmess
   }
   py::object target_callback = callback->second;
   py::object python_comm = adopt(std::make_unique<comm>(*this, std::move(xeus_comm), target_name));
-  m_owner.run_for_request(request,
-                          [&] { target_callback(python_comm, to_python(request)); });
+  run_handler(request, [&] { target_callback(python_comm, to_python(request)); });
+}
+
+template <class F>
+void comm_manager::run_handler(const xeus::xmessage& message, F&& f) {
+  struct count {
+    int& running;
+    explicit count(int& r) : running(r) { ++running; }
+    ~count() { --running; }
+  } counted(m_handlers_running);
+  m_owner.run_for_request(message, std::forward<F>(f));
+}
+
+py::object comm_manager::get(const std::string& comm_id) const {
+  for (const auto& [key, python_comm] : m_comms) {
+    if (key->comm_id() == comm_id && !key->closed()) {
+      return python_comm;
+    }
+  }
+  return py::none();
+}
+
+void comm_manager::after_dispatch() {
+  if (!m_detached) {
+    collect_closed();
+  }
 }
 
 py::object comm_manager::adopt(std::unique_ptr<comm> c) {
@@ -190,6 +238,9 @@ py::object comm_manager::adopt(std::unique_ptr<comm> c) {
 }
 
 void comm_manager::collect_closed() {
+  if (m_handlers_running > 0) {
+    return;  // after_dispatch() will
+  }
   for (auto it = m_comms.begin(); it != m_comms.end();) {
     if (it->first->closed()) {
       it->second.cast<comm&>().m_comm.reset();
@@ -238,7 +289,8 @@ void bind_comm(py::module_& m) {
       .def_property_readonly("comm_id", &comm::comm_id)
       .def_property_readonly("target_name", &comm::target_name)
       .def_property_readonly("kernel", &comm::kernel)
-      .def_property_readonly("primary", [](const comm&) { return true; });
+      .def_property_readonly("primary", [](const comm&) { return true; })
+      .def_property_readonly("_closed", &comm::closed);
 
   py::class_<comm_manager>(m, "CommManager", "The kernel's registry of comm targets.")
       .def(
@@ -256,7 +308,9 @@ void bind_comm(py::module_& m) {
           [](comm_manager& self, const std::string& target_name, const py::object&) {
             self.unregister_target(target_name);
           },
-          "target_name"_a, "f"_a = py::none());
+          "target_name"_a, "f"_a = py::none())
+      .def("get_comm", &comm_manager::get, "comm_id"_a,
+           "The open comm with this id, or None.");
 }
 
 }  // namespace interp_rpc::kernel

@@ -5,12 +5,19 @@
 // what install() does. Our Comm objects wrap xeus comms, so xeus routes the
 // frontend's comm_open / comm_msg / comm_close to them.
 //
+// Threads. xeus's comm registry (its maps of targets and comms) is read by the
+// main thread when it dispatches a comm message and written whenever a comm
+// is opened or destroyed, from any Python thread. The GIL guards it: Python
+// holds it, and the kernel dispatches comm messages holding it (see
+// shell_protocol). Our own maps are touched with the GIL only.
+//
 // Lifetime. xeus calls a comm's handlers through the xeus::xcomm itself, and a
 // Python callback may drop the last reference to its own Comm (closing a
-// widget from its button's callback). So a Comm's xeus comm is never destroyed
-// from Python code: the manager keeps every Comm that owns one alive, and
-// destroys the xeus comms of closed Comms only at a safe point, when no
-// handler runs (collect_closed(), at the start of each execute request).
+// widget from its button's callback). So the manager keeps every Comm that
+// owns a xeus comm alive, and a closed Comm's xeus comm is destroyed (which
+// unregisters it: comm_info stops listing it) at once, unless a comm handler
+// is running: then when xeus's dispatch has returned (after_dispatch()).
+// Closing releases the Python callbacks at once.
 #pragma once
 
 #include <map>
@@ -37,8 +44,8 @@ class comm {
             const pybind11::object& buffers);
   void close(const pybind11::object& data, const pybind11::object& metadata,
              const pybind11::object& buffers);
-  void on_msg(pybind11::object callback) { m_on_msg = std::move(callback); }
-  void on_close(pybind11::object callback) { m_on_close = std::move(callback); }
+  void on_msg(pybind11::object callback);
+  void on_close(pybind11::object callback);
 
   const std::string& comm_id() const noexcept { return m_id; }
   const std::string& target_name() const noexcept { return m_target_name; }
@@ -49,6 +56,8 @@ class comm {
   friend class comm_manager;
   void handle_message(const xeus::xmessage& message);
   void handle_close(const xeus::xmessage& message);
+  // Marks it closed and drops the Python callbacks.
+  void mark_closed();
 
   comm_manager* p_manager;  // null once the kernel is gone
   std::optional<xeus::xcomm> m_comm;
@@ -76,7 +85,13 @@ class comm_manager {
   void register_target(const std::string& target_name, pybind11::object callback);
   void unregister_target(const std::string& target_name);
 
-  // At a safe point (see above), with the GIL.
+  // The comm with this id, or None.
+  pybind11::object get(const std::string& comm_id) const;
+
+  // Main thread, with the GIL, once xeus has dispatched a comm message:
+  // destroys what its handlers closed.
+  void after_dispatch();
+  // With the GIL: destroys the xeus comms of closed Comms, if no handler runs.
   void collect_closed();
   // Once the kernel's server has stopped and before xeus is destroyed, with
   // the GIL: destroys every xeus comm, gives `comm` its functions back, and
@@ -87,6 +102,10 @@ class comm_manager {
   pybind11::object kernel() const { return m_kernel; }
 
  private:
+  friend class comm;
+  // Around a comm handler: counts it, for collect_closed().
+  template <class F>
+  void run_handler(const xeus::xmessage& message, F&& f);
   pybind11::object adopt(std::unique_ptr<comm> c);
   void open_from_frontend(xeus::xcomm&& xeus_comm, const xeus::xmessage& request);
   const xeus::xtarget* target(const std::string& target_name);
@@ -98,8 +117,13 @@ class comm_manager {
   pybind11::object m_original_get_comm_manager;
   std::map<std::string, pybind11::object> m_targets;
   std::map<const comm*, pybind11::object> m_comms;  // every comm that owns a xeus comm
+  int m_handlers_running = 0;  // comm handlers on the stack (main thread)
   bool m_detached = false;
 };
+
+// Buffers for a message, from None or a list of objects with the buffer
+// protocol (bytes, memoryview, numpy arrays...), copied in C order.
+xeus::buffer_sequence to_buffer_sequence(const pybind11::handle& buffers);
 
 // Defines the Python classes Comm and CommManager in module m.
 void bind_comm(pybind11::module_& m);

@@ -3,7 +3,10 @@
 #include "kernel/live_view.hpp"
 
 #include <csignal>
+#include <cstdlib>
 #include <exception>
+#include <iostream>
+#include <optional>
 #include <utility>
 
 #include <pybind11/eval.h>
@@ -12,6 +15,8 @@
 #include <xeus/xhelper.hpp>
 
 #include "kernel/input.hpp"
+#include "kernel/kernel_object.hpp"
+#include "kernel/python_config.hpp"
 
 namespace py = pybind11;
 using namespace pybind11::literals;
@@ -20,11 +25,10 @@ namespace interp_rpc::kernel {
 
 namespace {
 
-// get_ipython().kernel: what libraries ask of the kernel object. ipywidgets'
-// Output widget captures the output of the request whose header get_parent()
-// returns.
-struct kernel_object {
-  interpreter* owner;  // null once the kernel is gone
+struct python_error {
+  std::string ename;
+  std::string evalue;
+  std::vector<std::string> traceback;
 };
 
 // JSON for display data or metadata, where Python says None for "nothing".
@@ -43,6 +47,62 @@ nl::json error_reply(const py::error_already_set& e) {
   return xeus::create_error_reply(type_name(e.type()), py::str(e.value()).cast<std::string>());
 }
 
+// The xeus-python-shell version the kernel was tested with; its API is checked
+// at startup, since a pip install may bring another (pyproject.toml bounds it).
+constexpr const char* tested_shell_versions = ">=0.6,<0.7";
+
+// What is wrong with the installed xeus-python-shell, for this kernel; empty
+// if nothing. The kernel relies on XPythonShellApp's initialization steps and
+// wraps InteractiveShell's own run_cell/run_code, which 0.7 replaces.
+std::string shell_api_problem() {
+  const py::module_ shell = py::module_::import("xeus_python_shell.shell");
+  for (const char* name : {"XPythonShellApp", "XPythonShell"}) {
+    if (!py::hasattr(shell, name)) {
+      return std::string("it has no ") + name;
+    }
+  }
+  const py::object app = shell.attr("XPythonShellApp");
+  for (const char* name : {"init_path", "init_shell", "init_gui_pylab", "init_extensions",
+                           "init_code", "default_extensions"}) {
+    if (!py::hasattr(app, name)) {
+      return std::string("XPythonShellApp has no ") + name;
+    }
+  }
+  const py::object parameters =
+      py::module_::import("inspect").attr("signature")(app.attr("init_shell")).attr("parameters");
+  if (!parameters.contains("use_jedi")) {
+    return "XPythonShellApp.init_shell takes no use_jedi";
+  }
+  const py::object base =
+      py::module_::import("IPython.core.interactiveshell").attr("InteractiveShell");
+  const py::object derived = shell.attr("XPythonShell");
+  if (!py::hasattr(derived, "complete_code")) {
+    return "XPythonShell has no complete_code";
+  }
+  for (const char* name : {"run_cell", "run_cell_async", "run_code"}) {
+    if (!derived.attr(name).is(base.attr(name))) {
+      return std::string("XPythonShell replaces InteractiveShell.") + name;
+    }
+  }
+  return {};
+}
+
+// On the import thread: an unsupported xeus-python-shell ends the kernel at
+// startup, saying why, rather than failing every cell in some other way.
+void check_shell_api() {
+  const std::string problem = shell_api_problem();
+  if (problem.empty()) {
+    return;
+  }
+  const py::object module = py::module_::import("xeus_python_shell");
+  const std::string where = py::str(module.attr("__file__")).cast<std::string>();
+  std::cerr << "interp-rpc-kernel: unsupported xeus-python-shell (" << where << "): " << problem
+            << ". This kernel is tested with xeus-python-shell" << tested_shell_versions
+            << "; install that: pip install 'xeus-python-shell" << tested_shell_versions << "'"
+            << std::endl;
+  std::_Exit(1);
+}
+
 }  // namespace
 
 interpreter::interpreter() : m_comms(*this) { xeus::register_interpreter(this); }
@@ -59,6 +119,7 @@ void interpreter::configure_impl() {
 }
 
 void interpreter::prepare_python() {
+  use_installed_python_as_executable();
   static py::module_::module_def module_def;
   m_module = py::module_::create_extension_module(
       "_interp_rpc_kernel", "Objects the interp-rpc kernel gives to Python.", &module_def);
@@ -68,7 +129,7 @@ void interpreter::prepare_python() {
   // Importable, so that interp_rpc's notebook extension finds the kernel's
   // live status publisher (interp_rpc/notebook/live.py).
   py::module_::import("sys").attr("modules")["_interp_rpc_kernel"] = m_module;
-  m_kernel_object = make_kernel_object();
+  m_kernel_object = make_kernel_object(m_module, *this);
 
   // CPython installs its KeyboardInterrupt handler only if SIGINT was not
   // ignored when the process started, and interrupts need it. Only the main
@@ -91,8 +152,15 @@ void interpreter::prepare_python() {
                                    for (const char* name : {"xeus_python_shell.shell", "comm",
                                                             "IPython.core.compilerop",
                                                             "IPython.utils.tokenutil"}) {
-                                     py::module_::import(name);
+                                     try {
+                                       py::module_::import(name);
+                                     } catch (py::error_already_set& e) {
+                                       std::cerr << "interp-rpc-kernel: cannot import " << name
+                                                 << ": " << e.what() << std::endl;
+                                       std::_Exit(1);
+                                     }
                                    }
+                                   check_shell_api();
                                  }),
                                  "name"_a = "interp-rpc-import", "daemon"_a = true);
   m_loader.attr("start")();
@@ -143,23 +211,6 @@ void interpreter::start_shell() {
   // not scan it again, which keeps full collections (IPython makes one at
   // exit) and hence shutdown quick.
   py::module_::import("gc").attr("freeze")();
-}
-
-py::object interpreter::make_kernel_object() {
-  py::class_<kernel_object>(m_module, "Kernel", "The kernel, as libraries see it.")
-      .def(
-          "get_parent",
-          [](const kernel_object& self, const py::object&) {
-            if (self.owner == nullptr) {
-              return py::dict();
-            }
-            return py::dict("header"_a = pyjson::from_json(self.owner->m_parent.current().header()));
-          },
-          "channel"_a = py::none())
-      .def_property_readonly("comm_manager", [](const kernel_object&) {
-        return py::module_::import("comm").attr("get_comm_manager")();
-      });
-  return py::cast(kernel_object{this});
 }
 
 void interpreter::wire_shell() {
@@ -235,18 +286,20 @@ def interruptible(run_code, open_window, close_window):
   m_stderr = py::cast(std::move(err));
   sys.attr("stdout") = m_stdout;
   sys.attr("stderr") = m_stderr;
+  p_stdout->capture_fd();
+  p_stderr->capture_fd();
 }
 
 /**** requests ****/
 
-void interpreter::execute_request_impl(send_reply_callback cb, int execution_counter,
+void interpreter::execute_request_impl(send_reply_callback cb, int,
                                        const std::string& code,
                                        xeus::execute_request_config config,
                                        nl::json user_expressions) {
   nl::json reply;
   try {
     py::gil_scoped_acquire gil;
-    reply = execute(code, execution_counter, config, user_expressions);
+    reply = execute(code, config, user_expressions);
   } catch (const std::exception& e) {
     // Not a Python error (those are the cell's): the kernel itself failed.
     reply = xeus::create_error_reply("KernelError", e.what());
@@ -255,32 +308,50 @@ void interpreter::execute_request_impl(send_reply_callback cb, int execution_cou
   cb(std::move(reply));
 }
 
-nl::json interpreter::execute(const std::string& code, int execution_counter,
-                              const xeus::execute_request_config& config,
+nl::json interpreter::execute(const std::string& code, const xeus::execute_request_config& config,
                               const nl::json& user_expressions) {
   shell();
   m_comms.collect_closed();
-  m_error.reset();
+  m_last_traceback.clear();
+  struct silent_scope {
+    bool& flag;
+    ~silent_scope() { flag = false; }
+  } silent{m_silent};
   m_silent = config.silent;
-  if (config.store_history) {
-    // xeus numbers the cells; IPython's In/Out and history follow it.
-    m_shell.attr("execution_count") = execution_counter;
-  }
+
+  // As ipykernel: the cell failed if run_cell says so, whatever it showed (a
+  // cell may show a traceback it handled, as ipywidgets' Output and %tb do).
+  std::optional<python_error> error;
   try {
     input_redirection input(*this, config.allow_stdin);
     interrupter::request_guard interruptible(m_interrupter);
-    m_shell.attr("run_cell")(code, "store_history"_a = config.store_history,
-                             "silent"_a = config.silent);
+    py::dict options("store_history"_a = config.store_history, "silent"_a = config.silent);
+    if (!m_cell_id.empty()) {
+      options["cell_id"] = m_cell_id;
+    }
+    const py::object result = m_shell.attr("run_cell")(code, **options);
+    py::object exception = result.attr("error_before_exec");
+    if (exception.is_none()) {
+      exception = result.attr("error_in_exec");
+    }
+    if (!exception.is_none()) {
+      error = python_error{type_name(py::type::handle_of(exception)),
+                           py::str(exception).cast<std::string>(), m_last_traceback};
+    }
   } catch (py::error_already_set& e) {
+    // IPython itself failed (or was interrupted outside the user's code).
     report(e);
+    error = python_error{type_name(e.type()), py::str(e.value()).cast<std::string>(),
+                         m_last_traceback};
   }
+  m_execution_count = m_shell.attr("execution_count").cast<int>();
   flush_streams();
 
   const py::object payload_manager = m_shell.attr("payload_manager");
   const nl::json payload = pyjson::to_json(payload_manager.attr("read_payload")());
   payload_manager.attr("clear_payload")();
-  if (m_error) {
-    nl::json reply = xeus::create_error_reply(m_error->ename, m_error->evalue, m_error->traceback);
+  if (error) {
+    nl::json reply = xeus::create_error_reply(error->ename, error->evalue, error->traceback);
     reply["payload"] = payload;
     reply["user_expressions"] = nl::json::object();
     return reply;
@@ -293,12 +364,11 @@ nl::json interpreter::execute(const std::string& code, int execution_counter,
 void interpreter::show_traceback(const py::handle& etype, const py::handle& evalue,
                                  const py::handle& traceback) {
   flush_streams();
-  python_error error{type_name(etype), py::str(evalue).cast<std::string>(),
-                     traceback.cast<std::vector<std::string>>()};
+  m_last_traceback = traceback.cast<std::vector<std::string>>();
   if (!m_silent) {
-    publish_execution_error(error.ename, error.evalue, error.traceback);
+    publish_execution_error(type_name(etype), py::str(evalue).cast<std::string>(),
+                            m_last_traceback);
   }
-  m_error = std::move(error);
 }
 
 void interpreter::report(py::error_already_set& error) {
@@ -379,6 +449,62 @@ nl::json interpreter::interrupt_request_impl() {
 
 /**** output ****/
 
+void interpreter::begin_request(const xeus::xmessage& request) {
+  const auto field = [](const nl::json& value) {
+    return value.is_object() ? value : nl::json::object();
+  };
+  const nl::json header = field(request.header());
+  const nl::json metadata = field(request.metadata());
+  // As jupyter_client's Session deserializes it, which ipykernel returns.
+  nl::json message = {{"header", header},
+                      {"msg_id", header.value("msg_id", "")},
+                      {"msg_type", header.value("msg_type", "")},
+                      {"parent_header", field(request.parent_header())},
+                      {"metadata", metadata},
+                      {"content", field(request.content())},
+                      {"buffers", nl::json::array()}};
+  m_parent.exchange_main(xeus::xrequest_context(header, request.identities()));
+  if (message["msg_type"] == "execute_request") {
+    const auto cell_id = metadata.find("cellId");
+    m_cell_id = cell_id != metadata.end() && cell_id->is_string() ? cell_id->get<std::string>() : "";
+    std::lock_guard lock(m_execute_message_mutex);
+    m_execute_message = message;
+  }
+  m_request_message = std::move(message);
+}
+
+void interpreter::set_iopub_publisher(iopub_publisher publisher, std::string user_name,
+                                      std::string session_id) {
+  m_iopub_publisher = std::move(publisher);
+  m_user_name = std::move(user_name);
+  m_session_id = std::move(session_id);
+}
+
+nl::json interpreter::publish_iopub(const std::string& msg_type, nl::json parent_header,
+                                    nl::json metadata, nl::json content,
+                                    xeus::buffer_sequence buffers) {
+  if (!m_iopub_publisher) {
+    throw std::runtime_error("the kernel has not started");
+  }
+  flush_streams();
+  return m_iopub_publisher(msg_type, std::move(parent_header), std::move(metadata),
+                           std::move(content), std::move(buffers));
+}
+
+void interpreter::dispatch_comm_request(const std::function<void()>& dispatch) {
+  py::gil_scoped_acquire gil;
+  dispatch();
+  m_comms.after_dispatch();
+}
+
+nl::json interpreter::parent_message() const {
+  if (on_main_thread()) {
+    return m_request_message;
+  }
+  std::lock_guard lock(m_execute_message_mutex);
+  return m_execute_message;
+}
+
 void interpreter::set_request_context(xeus::xrequest_context context) {
   m_parent.set_execute_request(std::move(context));
 }
@@ -404,6 +530,7 @@ void interpreter::detach_from_kernel() {
   }
   m_detached = true;
   py::gil_scoped_acquire gil;
+  stop_live_views();  // they publish through this interpreter
   if (m_loader) {
     m_loader.attr("join")();  // Python must not finalize in the middle of an import
   }
@@ -425,7 +552,7 @@ void interpreter::detach_from_kernel() {
     m_shell.attr("kernel") = py::none();
   }
   if (m_kernel_object) {
-    m_kernel_object.cast<kernel_object&>().owner = nullptr;
+    detach_kernel_object(m_kernel_object);
   }
   m_comms.detach();
 }

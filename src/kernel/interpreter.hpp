@@ -19,8 +19,10 @@
 // that needs it.
 #pragma once
 
+#include <atomic>
+#include <functional>
 #include <memory>
-#include <optional>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -48,6 +50,34 @@ class interpreter final : public xeus::xinterpreter {
   // finalizers of user objects).
   void detach_from_kernel();
 
+  // Main thread, before any shell request is handled (see shell_protocol):
+  // the main thread's output goes to it, and get_parent() returns it.
+  void begin_request(const xeus::xmessage& request);
+
+  // Publishes any message on IOPub (get_ipython().kernel.session.send).
+  // publisher(msg_type, parent_header, metadata, content, buffers) returns the
+  // header it made; shell_protocol provides it when the kernel starts.
+  using iopub_publisher = std::function<nl::json(const std::string&, nl::json, nl::json, nl::json,
+                                                 xeus::buffer_sequence)>;
+  void set_iopub_publisher(iopub_publisher publisher, std::string user_name,
+                           std::string session_id);
+  nl::json publish_iopub(const std::string& msg_type, nl::json parent_header, nl::json metadata,
+                         nl::json content, xeus::buffer_sequence buffers);
+  const std::string& user_name() const noexcept { return m_user_name; }
+  const std::string& session_id() const noexcept { return m_session_id; }
+
+  // The request the calling thread's output belongs to, as a whole message
+  // (get_parent()).
+  nl::json parent_message() const;
+
+  // Main thread: lets xeus dispatch a comm request (comm_open, comm_msg,
+  // comm_close, comm_info_request) holding the GIL, which guards the comm
+  // registry (see comm.hpp); then destroys the comms its handlers closed.
+  void dispatch_comm_request(const std::function<void()>& dispatch);
+
+  // Any thread: the number IPython gives the next cell that stores history.
+  int execution_count() const noexcept { return m_execution_count.load(); }
+
   // Runs Python code for a request other than an execute request (a comm
   // message) the way a cell runs: with the GIL, output parented to that
   // request, interruptible, and a Python error shown as an error output.
@@ -67,12 +97,6 @@ class interpreter final : public xeus::xinterpreter {
   interrupter& interrupts() noexcept { return m_interrupter; }
 
  private:
-  struct python_error {
-    std::string ename;
-    std::string evalue;
-    std::vector<std::string> traceback;
-  };
-
   void configure_impl() override;
   void execute_request_impl(send_reply_callback cb, int execution_counter,
                             const std::string& code, xeus::execute_request_config config,
@@ -88,8 +112,7 @@ class interpreter final : public xeus::xinterpreter {
   void set_request_context(xeus::xrequest_context context) override;
   const xeus::xrequest_context& get_request_context() const noexcept override;
 
-  nl::json execute(const std::string& code, int execution_counter,
-                   const xeus::execute_request_config& config,
+  nl::json execute(const std::string& code, const xeus::execute_request_config& config,
                    const nl::json& user_expressions);
   void prepare_python();
   void start_shell();
@@ -97,7 +120,6 @@ class interpreter final : public xeus::xinterpreter {
   void show_traceback(const pybind11::handle& etype, const pybind11::handle& evalue,
                       const pybind11::handle& traceback);
   void report(pybind11::error_already_set& error);
-  pybind11::object make_kernel_object();
 
   output_parent m_parent;
   interrupter m_interrupter;
@@ -114,8 +136,18 @@ class interpreter final : public xeus::xinterpreter {
   std::string m_python_version;
   std::string m_banner;
 
-  bool m_silent = false;  // of the execute request being run
-  std::optional<python_error> m_error;  // the last error IPython showed
+  bool m_silent = false;  // true only while a silent execute request runs
+  std::vector<std::string> m_last_traceback;  // of the last error IPython showed
+  std::atomic<int> m_execution_count{1};  // IPython's, mirrored for other threads
+  // The request the main thread handles, and the last execute request (what
+  // other threads' output belongs to), as whole messages (for get_parent()).
+  nl::json m_request_message = nl::json::object();
+  mutable std::mutex m_execute_message_mutex;
+  nl::json m_execute_message = nl::json::object();  // guarded by the mutex
+  std::string m_cell_id;  // metadata.cellId of the execute request, if any
+  iopub_publisher m_iopub_publisher;
+  std::string m_user_name;
+  std::string m_session_id;
   bool m_detached = false;
 
   // Declared last, so destroyed first: the GIL comes back before the Python

@@ -1,6 +1,7 @@
 #include "kernel/live_view.hpp"
 
 #include <chrono>
+#include <set>
 
 #include <nlohmann/json.hpp>
 #include <pybind11/stl.h>
@@ -15,13 +16,40 @@ namespace nl = nlohmann;
 
 namespace interp_rpc::kernel {
 
+namespace {
+
+// Every live view that exists; a view lives as long as its Python object.
+std::mutex g_views_mutex;
+std::set<live_view*> g_views;  // guarded by g_views_mutex
+
+}  // namespace
+
 live_view::live_view(core::live_feed feed, live_view_options options,
                      xeus::xrequest_context parent)
     : m_feed(std::move(feed)), m_options(std::move(options)) {
   m_thread = std::thread(&live_view::run, this, std::move(parent));
+  std::lock_guard lock(g_views_mutex);
+  g_views.insert(this);
 }
 
-live_view::~live_view() { stop(); }
+live_view::~live_view() {
+  {
+    std::lock_guard lock(g_views_mutex);
+    g_views.erase(this);
+  }
+  stop();
+}
+
+void stop_live_views() {
+  std::set<live_view*> views;
+  {
+    std::lock_guard lock(g_views_mutex);
+    views = g_views;
+  }
+  for (live_view* view : views) {
+    view->stop();
+  }
+}
 
 std::uint64_t live_view::stop() {
   {

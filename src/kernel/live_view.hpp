@@ -57,6 +57,11 @@ class live_view {
   std::thread m_thread;
 };
 
+// Stops every view still running, before the interpreter they publish through
+// is torn down. Main thread, with the GIL (so that Python cannot destroy a
+// view meanwhile).
+void stop_live_views();
+
 // Adds start_live_view() to the kernel's Python module.
 void bind_live_view(pybind11::module_& m);
 

@@ -19,6 +19,7 @@
 #include "kernel/interrupter.hpp"
 #include "kernel/kernel_server.hpp"
 #include "kernel/python_config.hpp"
+#include "kernel/shell_protocol.hpp"
 
 namespace py = pybind11;
 namespace kernel = interp_rpc::kernel;
@@ -35,8 +36,9 @@ void run(const std::string& connection_file, const char* argv0) {
   kernel::interpreter& interpreter = *owned_interpreter;
   xeus::xkernel xkernel(xeus::load_configuration(connection_file), xeus::get_user_name(),
                         xeus::make_zmq_context(), std::move(owned_interpreter),
-                        kernel::make_kernel_server_builder(
-                            interpreter.interrupts().input_cancel_fd()),
+                        kernel::with_shell_protocol(kernel::make_kernel_server_builder(
+                                                        interpreter.interrupts().input_cancel_fd()),
+                                                    interpreter),
                         std::make_unique<kernel::ipython_history>(
                             [&interpreter] { return interpreter.shell(); }));
   // Python outlives xeus: whichever way start() ends, detach while xeus's

@@ -2,7 +2,12 @@
 
 #include <filesystem>
 #include <stdexcept>
+#include <string>
 #include <system_error>
+
+#include <pybind11/pybind11.h>
+
+namespace py = pybind11;
 
 namespace interp_rpc::kernel {
 
@@ -34,6 +39,28 @@ void init_python_config(PyConfig& config) {
   // the program name, as it does for the venv's own python3.
   if (fs::exists(bin_dir.parent_path() / "pyvenv.cfg", error) && fs::exists(python, error)) {
     check(PyConfig_SetBytesString(&config, &config.program_name, python.c_str()));
+  }
+}
+
+void use_installed_python_as_executable() {
+  namespace fs = std::filesystem;
+  const py::module_ sys = py::module_::import("sys");
+  const fs::path current = sys.attr("executable").cast<std::string>();
+  std::error_code error;
+  const fs::path binary = fs::read_symlink("/proc/self/exe", error);
+  if (error || !fs::equivalent(current, binary, error)) {
+    return;  // already a python (the venv case), or unknown
+  }
+  const py::tuple version = sys.attr("version_info");
+  const std::string versioned =
+      "python" + py::str(version[0]).cast<std::string>() + "." + py::str(version[1]).cast<std::string>();
+  const fs::path bin_dir = fs::path(sys.attr("base_prefix").cast<std::string>()) / "bin";
+  for (const fs::path& candidate : {bin_dir / versioned, bin_dir / "python3"}) {
+    if (fs::exists(candidate, error)) {
+      sys.attr("executable") = candidate.string();
+      sys.attr("_base_executable") = candidate.string();
+      return;
+    }
   }
 }
 

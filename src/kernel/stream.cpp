@@ -1,6 +1,21 @@
 #include "kernel/stream.hpp"
 
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdint>
+#include <iostream>
+#include <system_error>
 #include <utility>
+
+#include "kernel/interpreter.hpp"
+#include "kernel/interrupter.hpp"
+#include "kernel/output_parent.hpp"
 
 namespace py = pybind11;
 
@@ -11,45 +26,304 @@ namespace {
 // Above this, a long line without a newline is published anyway, so that
 // memory stays bounded.
 constexpr std::size_t max_buffered_bytes = 64 * 1024;
+// How long text without a newline may wait (ipykernel: 0.2 s).
+constexpr std::chrono::milliseconds flush_delay(100);
+constexpr std::size_t pipe_read_size = 64 * 1024;
+constexpr const char* replacement_character = "\xEF\xBF\xBD";  // U+FFFD
+
+[[noreturn]] void throw_errno(const char* what) {
+  throw std::system_error(errno, std::generic_category(), what);
+}
+
+void write_all(int fd, const char* data, std::size_t size) {
+  while (size > 0) {
+    const ssize_t written = ::write(fd, data, size);
+    if (written < 0) {
+      if (errno == EINTR) continue;
+      return;  // nowhere left to write: drop it, as a closed terminal would
+    }
+    data += written;
+    size -= static_cast<std::size_t>(written);
+  }
+}
+
+// The length of the UTF-8 sequence that starts with `lead`, 0 if none does.
+std::size_t sequence_length(unsigned char lead) {
+  if (lead < 0x80) return 1;
+  if (lead >= 0xC2 && lead <= 0xDF) return 2;
+  if (lead >= 0xE0 && lead <= 0xEF) return 3;
+  if (lead >= 0xF0 && lead <= 0xF4) return 4;
+  return 0;
+}
+
+bool continuation(unsigned char byte) { return (byte & 0xC0) == 0x80; }
+
+// Bytes from a descriptor, as valid UTF-8 (JSON needs it): invalid bytes
+// become U+FFFD; an incomplete sequence at the end stays in `bytes` for the
+// next read.
+std::string take_utf8(std::string& bytes) {
+  std::string text;
+  text.reserve(bytes.size());
+  std::size_t i = 0;
+  while (i < bytes.size()) {
+    const auto lead = static_cast<unsigned char>(bytes[i]);
+    const std::size_t length = sequence_length(lead);
+    if (length == 0) {
+      text += replacement_character;
+      ++i;
+      continue;
+    }
+    std::size_t valid = 1;
+    while (valid < length && i + valid < bytes.size() &&
+           continuation(static_cast<unsigned char>(bytes[i + valid]))) {
+      ++valid;
+    }
+    if (valid == length) {
+      // Overlong and surrogate forms of 3 and 4 byte sequences are invalid.
+      const auto second = static_cast<unsigned char>(bytes[i + 1 < bytes.size() ? i + 1 : i]);
+      const bool bad = (lead == 0xE0 && second < 0xA0) || (lead == 0xED && second > 0x9F) ||
+                       (lead == 0xF0 && second < 0x90) || (lead == 0xF4 && second > 0x8F);
+      if (bad) {
+        text += replacement_character;
+        ++i;
+        continue;
+      }
+      text.append(bytes, i, length);
+      i += length;
+    } else if (i + valid == bytes.size()) {
+      break;  // incomplete: the rest may come with the next read
+    } else {
+      text += replacement_character;
+      i += valid;
+    }
+  }
+  bytes.erase(0, i);
+  return text;
+}
+
+// std::cerr and std::clog of the kernel, sent to the original descriptor: the
+// kernel's own log is not the cell's output.
+class fd_buffer final : public std::streambuf {
+ public:
+  explicit fd_buffer(int fd) : m_fd(fd) {}
+
+ protected:
+  int_type overflow(int_type c) override {
+    if (!traits_type::eq_int_type(c, traits_type::eof())) {
+      const char byte = traits_type::to_char_type(c);
+      write_all(m_fd, &byte, 1);
+    }
+    return traits_type::not_eof(c);
+  }
+  std::streamsize xsputn(const char* data, std::streamsize size) override {
+    write_all(m_fd, data, static_cast<std::size_t>(size));
+    return size;
+  }
+
+ private:
+  int m_fd;
+};
 
 }  // namespace
 
-stream::stream(xeus::xinterpreter& interpreter, std::string name, int fd)
-    : p_interpreter(&interpreter), m_name(std::move(name)), m_fd(fd) {}
+stream::stream(interpreter& interpreter, std::string name, int fd)
+    : p_interpreter(&interpreter), m_name(std::move(name)), m_fd(fd), m_pid(::getpid()) {
+  m_wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (m_wake_fd < 0) throw_errno("eventfd");
+  m_thread = std::thread([this] {
+    // SIGINT is for the main thread only (see interrupter.hpp).
+    block_sigint_in_this_thread();
+    run();
+  });
+}
+
+stream::~stream() {
+  stop_thread();
+  if (m_wake_fd >= 0) ::close(m_wake_fd);
+  if (m_pipe_read >= 0) ::close(m_pipe_read);
+  if (m_saved_fd >= 0) ::close(m_saved_fd);
+}
 
 py::int_ stream::write(const py::str& text) {
   // TextIOBase.write returns the number of characters written.
   py::int_ length(py::len(text));
+  std::string bytes = text.cast<std::string>();
+  if (::getpid() != m_pid) {
+    // A forked child (see stream.hpp): whole lines, so that children printing
+    // at once do not interleave within a line.
+    m_child_line += bytes;
+    if (const std::size_t end = m_child_line.rfind('\n'); end != std::string::npos) {
+      write_all(m_fd, m_child_line.data(), end + 1);
+      m_child_line.erase(0, end + 1);
+    }
+    return length;
+  }
   if (p_interpreter == nullptr) {
     py::module_::import("sys").attr(("__" + m_name + "__").c_str()).attr("write")(text);
     return length;
   }
-  m_buffer += text.cast<std::string>();
-  const std::size_t last_newline = m_buffer.rfind('\n');
-  if (m_buffer.size() > max_buffered_bytes) {
-    publish(std::exchange(m_buffer, std::string()));
-  } else if (last_newline != std::string::npos) {
-    std::string rest = m_buffer.substr(last_newline + 1);
-    m_buffer.resize(last_newline + 1);
-    publish(std::exchange(m_buffer, std::move(rest)));
-  }
+  append(std::move(bytes));
   return length;
 }
 
-void stream::flush() {
-  if (!m_buffer.empty()) {
-    publish(std::exchange(m_buffer, std::string()));
+void stream::append(std::string text) {
+  if (text.empty() || p_interpreter == nullptr) return;
+  // Copied before the lock: the calling thread's request (a copy for threads
+  // other than the main one).
+  const xeus::xrequest_context& parent = p_interpreter->current_request();
+  bool schedule = false;
+  {
+    std::lock_guard lock(m_mutex);
+    if (!m_buffer.empty() && m_buffer_parent.header() != parent.header()) {
+      publish_locked(m_buffer.size());
+    }
+    if (m_buffer.empty()) {
+      m_buffer_parent = parent;
+    }
+    m_buffer += text;
+    if (m_buffer.size() > max_buffered_bytes) {
+      publish_locked(m_buffer.size());
+    } else if (const std::size_t last_newline = m_buffer.rfind('\n');
+               last_newline != std::string::npos) {
+      publish_locked(last_newline + 1);
+    }
+    if (!m_buffer.empty() && !m_flush_at) {
+      m_flush_at = std::chrono::steady_clock::now() + flush_delay;
+      schedule = true;
+    }
+  }
+  if (schedule) wake();
+}
+
+void stream::publish_locked(std::size_t length) {
+  std::string text = m_buffer.substr(0, length);
+  m_buffer.erase(0, length);
+  if (m_buffer.empty()) m_flush_at.reset();
+  if (p_interpreter != nullptr && !text.empty()) {
+    const thread_parent pinned(m_buffer_parent);
+    p_interpreter->publish_stream(m_name, text);
   }
 }
 
+void stream::flush() {
+  if (::getpid() != m_pid) {
+    write_all(m_fd, m_child_line.data(), m_child_line.size());
+    m_child_line.clear();
+    return;
+  }
+  if (p_interpreter == nullptr) return;
+  if (m_pipe_read >= 0) {
+    // Text that C code of this thread still holds in stdio's buffer, then all
+    // that the descriptor received so far: it belongs before what follows.
+    std::fflush(m_fd == 1 ? stdout : stderr);
+    std::lock_guard read_lock(m_read_mutex);
+    read_pipe_locked();
+  }
+  std::lock_guard lock(m_mutex);
+  publish_locked(m_buffer.size());
+}
+
+void stream::read_pipe_locked() {
+  char chunk[pipe_read_size];
+  while (true) {
+    const ssize_t got = ::read(m_pipe_read, chunk, sizeof chunk);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return;  // EAGAIN: nothing more for now
+    m_partial.append(chunk, static_cast<std::size_t>(got));
+    append(take_utf8(m_partial));
+  }
+}
+
+void stream::capture_fd() {
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw_errno("pipe");
+  // Only the read end is non-blocking: writers (children included) block on
+  // a full pipe, as they would on a slow terminal, rather than lose text.
+  ::fcntl(pipe_fds[0], F_SETFL, O_NONBLOCK);
+  std::fflush(m_fd == 1 ? stdout : stderr);
+  m_saved_fd = ::fcntl(m_fd, F_DUPFD_CLOEXEC, 3);
+  if (m_saved_fd < 0 || ::dup2(pipe_fds[1], m_fd) < 0) throw_errno("dup2");
+  ::close(pipe_fds[1]);
+  {
+    std::lock_guard lock(m_read_mutex);
+    m_pipe_read = pipe_fds[0];
+  }
+  if (m_fd == 2) {
+    p_log_buffer = std::make_unique<fd_buffer>(m_saved_fd);
+    p_previous_log_buffer = std::cerr.rdbuf(p_log_buffer.get());
+    p_previous_clog_buffer = std::clog.rdbuf(p_log_buffer.get());
+  }
+  wake();  // the thread polls the pipe from now on
+}
+
 void stream::detach() {
+  if (p_interpreter == nullptr) return;
   flush();
+  stop_thread();
+  if (m_saved_fd >= 0) {
+    std::fflush(m_fd == 1 ? stdout : stderr);
+    ::dup2(m_saved_fd, m_fd);
+    std::lock_guard read_lock(m_read_mutex);
+    read_pipe_locked();  // the last words of C code, before the pipe closes
+  }
+  {
+    std::lock_guard lock(m_mutex);
+    publish_locked(m_buffer.size());
+  }
+  if (p_log_buffer) {
+    std::cerr.rdbuf(p_previous_log_buffer);
+    std::clog.rdbuf(p_previous_clog_buffer);
+  }
+  std::lock_guard lock(m_mutex);
   p_interpreter = nullptr;
 }
 
-void stream::publish(std::string text) {
-  if (p_interpreter != nullptr) {
-    p_interpreter->publish_stream(m_name, text);
+void stream::wake() {
+  const std::uint64_t one = 1;
+  [[maybe_unused]] const ssize_t ignored = ::write(m_wake_fd, &one, sizeof one);
+}
+
+void stream::stop_thread() {
+  {
+    std::lock_guard lock(m_mutex);
+    m_stopping = true;
+  }
+  wake();
+  if (m_thread.joinable()) m_thread.join();
+}
+
+void stream::run() {
+  while (true) {
+    int timeout_ms = -1;
+    {
+      std::lock_guard lock(m_mutex);
+      if (m_stopping) return;
+      if (m_flush_at) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            *m_flush_at - std::chrono::steady_clock::now());
+        timeout_ms = static_cast<int>(std::max<std::int64_t>(0, left.count() + 1));
+      }
+    }
+    int pipe_fd;
+    {
+      std::lock_guard read_lock(m_read_mutex);
+      pipe_fd = m_pipe_read;
+    }
+    pollfd fds[2] = {{m_wake_fd, POLLIN, 0}, {pipe_fd, POLLIN, 0}};
+    const int ready = ::poll(fds, pipe_fd >= 0 ? 2 : 1, timeout_ms);
+    if (ready < 0 && errno != EINTR) return;
+    if ((fds[0].revents & POLLIN) != 0) {
+      std::uint64_t count;
+      [[maybe_unused]] const ssize_t ignored = ::read(m_wake_fd, &count, sizeof count);
+    }
+    if (pipe_fd >= 0 && (fds[1].revents & (POLLIN | POLLHUP)) != 0) {
+      std::lock_guard read_lock(m_read_mutex);
+      read_pipe_locked();
+    }
+    std::lock_guard lock(m_mutex);
+    if (m_flush_at && std::chrono::steady_clock::now() >= *m_flush_at) {
+      publish_locked(m_buffer.size());
+    }
   }
 }
 
@@ -67,7 +341,9 @@ void bind_stream(py::module_& m) {
             }
           },
           py::arg("lines"))
-      .def("flush", &stream::flush)
+      // Without the GIL: it may wait for the stream's thread, which may wait
+      // for a publish.
+      .def("flush", &stream::flush, py::call_guard<py::gil_scoped_release>())
       .def("fileno", &stream::fileno)
       .def("isatty", [](const stream&) { return false; })
       .def("readable", [](const stream&) { return false; })

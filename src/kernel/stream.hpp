@@ -1,46 +1,107 @@
-// sys.stdout and sys.stderr of the kernel: text written to them becomes IOPub
-// "stream" messages.
+// sys.stdout and sys.stderr of the kernel, and the process's file descriptors
+// 1 and 2: what is written to either becomes IOPub "stream" messages.
 //
-// Line-buffered, like a terminal: a write publishes everything up to its last
-// newline, flush() publishes the rest, and the kernel flushes both streams
-// before any other output and at the end of every cell, so messages keep the
-// order in which they were written. print() therefore costs one message, not
-// one per write() call (print writes the text and the newline separately).
+// Buffering, as ipykernel does it. A write publishes everything up to its last
+// newline; the rest is published on the next newline, by flush(), or at the
+// latest 100 ms later, by the stream's own thread (so `print('.', end='')` in a
+// loop shows while the loop runs). The kernel flushes both streams before any
+// other output and at the end of every request, so messages keep the order in
+// which they were written.
 //
-// Every method runs with the GIL held (they are called from Python), which is
-// what serializes access to the buffer between Python threads; publishing goes
-// through xeus, which is safe from any thread here (see kernel_server).
+// Parents. Text belongs to the request of the thread that wrote it, at the
+// time it wrote it (output_parent): buffered text is published with that
+// parent, and a write for another parent first publishes what is buffered. A
+// thread printing while the kernel is idle thus shows in the last cell, never
+// in the next one.
+//
+// File descriptors. capture_fd() points the descriptor at a pipe that the
+// stream's thread reads: subprocesses, C code, the pool's subinterpreters and
+// forked children all write there, and their text shows in the cell that is
+// running. The kernel's own C++ log (std::cerr, std::clog) keeps going to the
+// original descriptor. A forked child (multiprocessing's fork workers) has no
+// kernel of its own: its writes to the Python stream go straight to the
+// descriptor, hence to the pipe of the parent, which publishes them.
+//
+// Threads. write() is called with the GIL; the buffer has its own mutex, so
+// the stream's thread never needs Python. Publishing goes through xeus, which
+// is safe from any thread here (see kernel_server).
 #pragma once
 
+#include <sys/types.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <streambuf>
 #include <string>
+#include <thread>
 
 #include <pybind11/pybind11.h>
-#include <xeus/xinterpreter.hpp>
+#include <xeus/xrequest_context.hpp>
 
 namespace interp_rpc::kernel {
+
+class interpreter;
 
 class stream {
  public:
   // name: "stdout" or "stderr"; fd: the process's own descriptor for it.
-  stream(xeus::xinterpreter& interpreter, std::string name, int fd);
+  stream(interpreter& interpreter, std::string name, int fd);
+  stream(const stream&) = delete;
+  stream& operator=(const stream&) = delete;
+  ~stream();
 
+  // The Python side; needs the GIL.
   pybind11::int_ write(const pybind11::str& text);
+  // Publishes what is buffered, after reading what the descriptor holds.
   void flush();
 
-  // Once the kernel is gone, text goes to the process's original stream
-  // (sys.__stdout__ or sys.__stderr__) instead.
+  // Redirects the descriptor into this stream (see above). Once only.
+  void capture_fd();
+
+  // Once the kernel is gone: the descriptor is restored, the thread stopped,
+  // and text goes to the process's original stream (sys.__stdout__ or
+  // sys.__stderr__) instead. Needs the GIL.
   void detach();
 
   const std::string& name() const noexcept { return m_name; }
   int fileno() const noexcept { return m_fd; }
 
  private:
-  void publish(std::string text);
+  // Adds text for the calling thread's request.
+  void append(std::string text);
+  // With m_mutex held.
+  void publish_locked(std::size_t length);
+  // Reads what the pipe holds without waiting; with m_read_mutex held.
+  void read_pipe_locked();
+  void run();
+  void wake();
+  void stop_thread();
 
-  xeus::xinterpreter* p_interpreter;
-  std::string m_name;
-  int m_fd;
-  std::string m_buffer;
+  interpreter* p_interpreter;
+  const std::string m_name;
+  const int m_fd;
+  const pid_t m_pid;  // of the kernel; another pid is a forked child
+
+  std::mutex m_mutex;
+  std::string m_buffer;                  // guarded by m_mutex
+  xeus::xrequest_context m_buffer_parent;  // guarded by m_mutex
+  std::optional<std::chrono::steady_clock::time_point> m_flush_at;  // guarded by m_mutex
+  bool m_stopping = false;               // guarded by m_mutex
+
+  std::mutex m_read_mutex;
+  int m_pipe_read = -1;     // the captured descriptor's pipe
+  int m_saved_fd = -1;      // the original descriptor, duplicated
+  std::string m_partial;    // an incomplete UTF-8 sequence, read last; m_read_mutex
+  int m_wake_fd = -1;       // an eventfd the thread polls with the pipe
+  std::unique_ptr<std::streambuf> p_log_buffer;  // std::cerr's, to m_saved_fd
+  std::streambuf* p_previous_log_buffer = nullptr;
+  std::streambuf* p_previous_clog_buffer = nullptr;
+  std::thread m_thread;
+  // In a forked child only (with the GIL): a line not yet written.
+  std::string m_child_line;
 };
 
 // Defines the Python class Stream in module m.

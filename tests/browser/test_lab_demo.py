@@ -12,11 +12,17 @@ Artifacts, kept after the run (also when it fails), in build/artifacts/browser/:
 
 - ``running-stuck.png``: the viewport while the slow map runs, showing the
   live status with its stuck worker;
+- ``after-run-all-dark.png``: the whole notebook after Run All (Lab runs in
+  its dark theme, where contrast is hardest; the light fallbacks of our
+  colours are checked in tests/interp_rpc/test_notebook_render.py);
 - ``after-run-all.png``: the whole notebook after Run All;
 - ``after-run-all-viewport.png``: the viewport at the same moment;
 - ``after-run-all.html``: the page's DOM at the same moment;
 - ``failure.png``: the viewport when opening or running the notebook failed;
 - ``jupyter-server.log``, ``chromedriver.log``, ``browser-console.log``.
+
+Lab runs in its dark theme, and every text of our outputs must meet WCAG AA
+contrast against what is behind it, read from the computed styles.
 
 The kernel is ``KERNEL`` below. Under ipykernel the notebook copy gets a first
 cell ``%load_ext interp_rpc`` and ipykernel's kernelspec; the interp-rpc kernel
@@ -54,6 +60,12 @@ from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 #: The kernel the notebook runs in. "python3" is ipykernel with %load_ext;
 #: "interp-rpc" is "Python (interp-rpc)", which runs the notebook unchanged.
 KERNEL = "interp-rpc"
+
+#: Lab's theme: the dark one, where low contrast shows.
+THEME = "JupyterLab Dark"
+
+#: WCAG 2 AA: the least contrast ratio for normal-size text.
+WCAG_AA = 4.5
 
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO / "notebooks"
@@ -116,6 +128,7 @@ def write_lab_settings(settings: Path) -> None:
                                                    "scrollPastEnd": False},
         "@jupyterlab/apputils-extension/notification": {
             "fetchNews": "false", "checkForUpdates": False},
+        "@jupyterlab/apputils-extension/themes": {"theme": THEME},
     }
     for name, values in files.items():
         path = settings / f"{name}.jupyterlab-settings"
@@ -266,10 +279,78 @@ KERNEL_NAME_JS = """
 const name = document.querySelector(arguments[0] + ' .jp-Toolbar-kernelName');
 return name ? name.textContent.trim() : null;"""
 
-# The text of every live progress line on the page.
+# The text of every live progress line on the page: the HTML one, or the
+# widget bar's label (with the status table's target beside it).
 PROGRESS_JS = """
-return Array.from(document.querySelectorAll('.interp-rpc-progress'))
-  .map(p => p.textContent.trim());"""
+const html = Array.from(document.querySelectorAll('.interp-rpc-progress'))
+  .map(p => p.textContent.trim());
+const widgets = Array.from(document.querySelectorAll('.interp-rpc-widget-progress'))
+  .filter(w => w.offsetHeight > 0)
+  .map(w => {
+    const area = w.closest('.jp-OutputArea');
+    const target = area ? area.querySelector('.interp-rpc-status code') : null;
+    return (target ? target.textContent.trim() + ' ' : '') + w.textContent.trim();
+  });
+return html.concat(widgets);"""
+
+WIDGET_BAR_SHOWN_JS = """
+return Array.from(document.querySelectorAll('.widget-hprogress .progress'))
+  .some(bar => bar.offsetWidth > 0 && bar.offsetHeight > 0);"""
+
+# Every text in our outputs whose contrast with what is behind it is below
+# arguments[0]: [text, colour, background, ratio]. Backgrounds are composited
+# up the ancestors; SVG text is checked by its fill.
+CONTRAST_JS = """
+const minimum = arguments[0];
+function rgba(value) {
+  const m = value.match(/rgba?\\(([^)]+)\\)/);
+  if (!m) return null;
+  const p = m[1].split(/[ ,\\/]+/).filter(Boolean).map(Number);
+  return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1];
+}
+function over(top, bottom) {
+  const a = top[3];
+  return [0, 1, 2].map(i => top[i] * a + bottom[i] * (1 - a)).concat([1]);
+}
+function background(element) {
+  const layers = [];
+  for (let e = element; e; e = e.parentElement) {
+    const c = rgba(getComputedStyle(e).backgroundColor);
+    if (c && c[3] > 0) { layers.push(c); if (c[3] >= 1) break; }
+  }
+  let colour = [255, 255, 255, 1];
+  for (const layer of layers.reverse()) colour = over(layer, colour);
+  return colour;
+}
+function luminance(c) {
+  const [r, g, b] = c.slice(0, 3).map(v => {
+    v /= 255;
+    return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4);
+  });
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+}
+const failures = [];
+const outputs = document.querySelectorAll('.jp-OutputArea-output');
+for (const output of outputs) {
+  for (const e of output.querySelectorAll('*')) {
+    const own = Array.from(e.childNodes)
+      .filter(n => n.nodeType === 3 && n.textContent.trim()).map(n => n.textContent.trim());
+    if (!own.length || e.offsetParent === null && !(e instanceof SVGElement)) continue;
+    if (e.closest('title, style, script')) continue;  // tooltips and code: not drawn
+    const style = getComputedStyle(e);
+    const isSvg = e instanceof SVGElement;
+    let colour = rgba(isSvg ? style.fill : style.color);
+    if (!colour) continue;
+    const back = isSvg ? background(e.ownerSVGElement.parentElement) : background(e);
+    colour = over(colour, back);
+    const [hi, lo] = [luminance(colour), luminance(back)].sort((x, y) => y - x);
+    const ratio = (hi + 0.05) / (lo + 0.05);
+    if (ratio < minimum)
+      failures.push([own.join(' ').slice(0, 60), colour.join(','), back.join(','),
+                     Math.round(ratio * 100) / 100]);
+  }
+}
+return failures;"""
 
 
 @dataclass
@@ -283,6 +364,9 @@ class RunAll:
     stuck_row: str = ""
     #: Every distinct text of a progress line seen while the cells ran.
     progress_texts: set[str] = field(default_factory=set)
+    #: Whether a status table and an ipywidgets bar were seen while maps ran.
+    status_seen: bool = False
+    widget_bar_seen: bool = False
 
 
 def open_notebook(browser: WebDriver, lab: Lab, observed: RunAll) -> None:
@@ -329,6 +413,10 @@ def run_all(browser: WebDriver, observed: RunAll, code_cells: int) -> None:
 
     def finished(b: WebDriver) -> bool:
         observed.progress_texts.update(js(b, PROGRESS_JS))
+        observed.status_seen = observed.status_seen or bool(
+            b.find_elements(By.CSS_SELECTOR, "table.interp-rpc-status"))
+        # In one script: the widget may close between a lookup and a read.
+        observed.widget_bar_seen = observed.widget_bar_seen or bool(js(b, WIDGET_BAR_SHOWN_JS))
         if not observed.stuck_row:
             stuck = b.find_elements(By.CSS_SELECTOR, ".interp-rpc-status .interp-rpc-stuck")
             if stuck:
@@ -375,7 +463,7 @@ def ran(lab: Lab, driver: WebDriver) -> RunAll:
         driver.save_screenshot(str(ARTIFACTS / "failure.png"))
         raise
     driver.save_screenshot(str(ARTIFACTS / "after-run-all-viewport.png"))
-    screenshot_whole_notebook(driver, ARTIFACTS / "after-run-all.png")
+    screenshot_whole_notebook(driver, ARTIFACTS / "after-run-all-dark.png")
     (ARTIFACTS / "after-run-all.html").write_text(driver.page_source)
     print(f"\nRun All took {observed.seconds:.1f} s; screenshots in {ARTIFACTS}")
     return observed
@@ -422,16 +510,16 @@ def test_run_all_runs_every_cell_past_the_error_cells(ran: RunAll, lab: Lab) -> 
 
 def test_the_map_shows_its_progress_and_the_workers_status(ran: RunAll,
                                                             driver: WebDriver) -> None:
+    assert ran.status_seen, "no status table was shown while the maps ran"
+    counted = [t for t in ran.progress_texts if t.startswith("demo_work.count_primes")]
+    assert counted, f"no progress of the count_primes map was seen: {ran.progress_texts}"
+    assert not [t for t in counted if re.search(r"\b([0-9]+)/8\b", t) is None], counted
     cell = cell_containing(driver, "%parallel_map demo_work.count_primes")
-    only(outputs(cell, ".interp-rpc-live"), "live view, updated in place,")
-    progress = only(outputs(cell, ".interp-rpc-progress"), "progress rendering")
-    assert visible(progress), "the progress rendering is not visible"
-    assert "demo_work.count_primes 4/4 items (100%)" in progress.text, progress.text
-    status = only(outputs(cell, "table.interp-rpc-status"), "status table")
-    assert visible(status), "the status table is not visible"
-    rows = status.find_elements(By.CSS_SELECTOR, "tbody tr")
-    assert len(rows) == 2, f"the status table shows {len(rows)} workers, not 2: {status.text}"
-    assert "faster on 2 workers" in cell.text
+    summary = only(outputs(cell, ".interp-rpc-summary"), "one-line summary of the map")
+    assert visible(summary), "the summary is not visible"
+    assert summary.text.startswith("demo_work.count_primes: 8 of 8 items in "), summary.text
+    assert re.search(r"speed-up [0-9.]+x", cell.text), cell.text
+    assert not outputs(cell, ".widget-hprogress"), "the progress widget was not closed"
 
 
 def test_the_status_updates_in_place_while_a_map_runs(ran: RunAll) -> None:
@@ -449,23 +537,22 @@ def test_the_remote_error_shows_a_header_and_the_remote_traceback(ran: RunAll,
     cell = cell_containing(driver, "demo_work.checked_sqrt")
     error = only([o for o in cell.find_elements(By.CSS_SELECTOR, STDERR)
                   if "RemoteError" in o.text], "RemoteError output")
-    text = error.text
-    assert text.startswith("RemoteError in worker "), text[:200]
-    assert "target demo_work.checked_sqrt · item 2" in text.splitlines()[0], text[:200]
-    assert "NegativeInputError: cannot take the square root of -1" in text, text
-    header = error.find_elements(By.CSS_SELECTOR, "span.ansi-bold")
-    assert header and header[0].text == "RemoteError", "the header is not coloured"
+    lines = error.text.splitlines()
+    headers = [line for line in lines if line.startswith("RemoteError in worker ")]
+    assert len(headers) == 1, error.text[:400]
+    assert "target demo_work.checked_sqrt · item 2" in headers[0], headers
+    assert "NegativeInputError: cannot take the square root of -1" in error.text, error.text
+    header = [s for s in error.find_elements(By.CSS_SELECTOR, "span.ansi-bold")
+              if s.text == "RemoteError"]
+    assert header, "the header is not coloured"
 
 
-def test_the_shareability_error_highlights_the_culprit(ran: RunAll, driver: WebDriver) -> None:
+def test_the_shareability_error_shows_the_tree_once(ran: RunAll, driver: WebDriver) -> None:
     cell = cell_containing(driver, "threading.Lock()")
-    tree = only(outputs(cell, ".interp-rpc-shareability"), "shareability rendering")
-    assert visible(tree), "the shareability tree is not visible"
-    culprit = only(tree.find_elements(By.CSS_SELECTOR, ".interp-rpc-culprit"), "culprit")
-    assert "['handle']" in culprit.text, culprit.text
-    assert any(o.text.startswith("ShareabilityError")
-               for o in cell.find_elements(By.CSS_SELECTOR, STDERR)), (
-        f"no ShareabilityError output in the cell: {cell.text}")
+    (error,) = [o for o in cell.find_elements(By.CSS_SELECTOR, STDERR)
+                if "ShareabilityError" in o.text]
+    assert "└── ['handle']  ◀ lock" in error.text, error.text
+    assert cell.text.count("── ['handle']") == 1, cell.text  # the tree, once
 
 
 def test_the_profile_draws_an_svg_timeline(ran: RunAll, driver: WebDriver) -> None:
@@ -477,8 +564,14 @@ def test_the_profile_draws_an_svg_timeline(ran: RunAll, driver: WebDriver) -> No
     assert len(bars) == 7, f"expected a bar per item of the last map, found {len(bars)}"
 
 
-def test_the_ipywidgets_progress_bar_is_visible(ran: RunAll, driver: WebDriver) -> None:
-    cell = cell_containing(driver, "%parallel_map demo_work.count_primes")
-    bars = outputs(cell, ".widget-hprogress .progress")
-    assert bars, "no ipywidgets progress bar in the cell"
-    assert visible(bars[0]), "the ipywidgets progress bar is not visible"
+def test_the_ipywidgets_progress_bar_was_visible_while_the_map_ran(ran: RunAll) -> None:
+    assert ran.widget_bar_seen, "no visible ipywidgets progress bar while the maps ran"
+
+
+def test_every_text_of_our_outputs_meets_wcag_aa_in_the_dark_theme(
+        ran: RunAll, driver: WebDriver) -> None:
+    theme = js(driver, "return document.body.dataset.jpThemeName")
+    assert theme == THEME, f"Lab runs the theme {theme!r}, not {THEME!r}"
+    failures = js(driver, CONTRAST_JS, WCAG_AA)
+    assert not failures, ("texts below WCAG AA (text, colour, background, ratio):\n"
+                          + "\n".join(map(str, failures)))

@@ -99,14 +99,38 @@ TEST_CASE("a pinned call goes to its worker only, before shared calls") {
   CHECK(q.pop(1, q.generation())->id == 3);
 }
 
-TEST_CASE("drain_pinned hands back one worker's calls") {
+TEST_CASE("close_lane hands back one worker's calls and refuses later ones") {
   job_queue q(2);
   q.push(make_call(1), 0);
   q.push(make_call(2), 1);
   q.push(make_call(3));
-  const auto drained = q.drain_pinned(1);
+  const auto drained = q.close_lane(1);
   REQUIRE(drained.size() == 1);
   CHECK(drained[0]->id == 2);
   CHECK(q.size() == 2);
-  CHECK(q.close_and_drain().size() == 2);
+  // A call pinned to the dead worker after its lane closed is refused, not
+  // left in a lane nobody serves.
+  CHECK(q.push(make_call(4), 1) == job_queue::push_result::broken);
+  CHECK(q.push(make_call(5), 0) == job_queue::push_result::queued);
+  CHECK(q.close_and_drain().size() == 3);
+}
+
+TEST_CASE("a pinned call racing its worker's death is either handed back or refused") {
+  // Pushers race close_lane(); every call must end up in exactly one place.
+  for (int round = 0; round < 200; ++round) {
+    job_queue q(1);
+    std::vector<call_ptr> calls;
+    for (std::uint64_t i = 0; i < 50; ++i) calls.push_back(make_call(i));
+    std::size_t refused = 0;
+    std::thread pusher([&] {
+      for (const auto& c : calls) {
+        if (q.push(c, 0) == job_queue::push_result::broken) ++refused;
+      }
+    });
+    const auto drained = q.close_lane(0);
+    pusher.join();
+    const auto late = q.close_and_drain();
+    CHECK(late.empty());
+    CHECK(drained.size() + refused == calls.size());
+  }
 }

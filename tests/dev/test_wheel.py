@@ -35,7 +35,8 @@ def test_wheel_installs_and_runs_in_a_fresh_venv(tmp_path: Path) -> None:
         "from interp_rpc import InterpreterPool\n"
         "if __name__ == '__main__':\n"
         "    with InterpreterPool(workers=2) as pool:\n"
-        "        print(json.dumps([interp_rpc.__file__, pool.map('builtins.abs', [-1, -2])]))\n"
+        "        results = list(pool.map('builtins.abs', [-1, -2]))\n"
+        "        print(json.dumps([interp_rpc.__file__, results]))\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     out = subprocess.run([venv / "bin" / "python", "-c", script], check=True,

@@ -59,7 +59,7 @@ def test_a_fortran_ordered_view_is_copied_in_order(module_pool: InterpreterPool)
 
 def test_a_map_item_view_keeps_its_format(module_pool: InterpreterPool) -> None:
     views = [memoryview(array("d", [i, 0.5])) for i in range(5)]
-    assert module_pool.map("buffertasks.total", views) == [i + 0.5 for i in range(5)]
+    assert list(module_pool.map("buffertasks.total", views)) == [i + 0.5 for i in range(5)]
 
 
 def test_a_view_of_an_unsupported_format_is_refused_by_name(

@@ -23,7 +23,7 @@ def test_calls_after_close_raise_pool_closed_error() -> None:
     with pytest.raises(PoolClosedError):
         pool.submit("pooltasks.add", 1, 2)
     with pytest.raises(PoolClosedError):
-        pool.map("pooltasks.square", [1, 2])
+        list(pool.map("pooltasks.square", [1, 2]))
     assert "closed" in repr(pool)
     assert states(pool) == ["stopped", "stopped"]
     wait_only_main_interpreter()
@@ -139,3 +139,60 @@ def test_close_timeout_is_checked() -> None:
         with pytest.raises(ValueError, match="timeout must be a non-negative number"):
             pool.close(timeout=-1)
         assert pool.call("os.getpid")
+
+
+def test_eight_threads_closing_at_once_all_return(make_pool: MakePool, gates: Gates) -> None:
+    # Regression: two close() calls joined the same threads (undefined
+    # behaviour); with eight, one never returned and the process hung.
+    pool = make_pool()
+    gate = gates.new()
+    running = pool.submit("pooltasks.block", *gate.args("done"))
+    gate.wait_started()
+    start = threading.Barrier(8)
+    errors: list[BaseException] = []
+
+    def close() -> None:
+        start.wait()
+        try:
+            pool.close()
+        except BaseException as exc:
+            errors.append(exc)
+
+    closers = [threading.Thread(target=close, daemon=True) for _ in range(8)]
+    for closer in closers:
+        closer.start()
+    wait_until(lambda: pool.closed)
+    gate.release()
+    for closer in closers:
+        closer.join(60)
+    assert not [c for c in closers if c.is_alive()], "a close() never returned"
+    assert errors == []
+    assert running.result(timeout=0) == "done"
+    assert states(pool) == ["stopped", "stopped"]
+    wait_only_main_interpreter()
+
+
+@pytest.mark.filterwarnings("ignore:InterpreterPool.close\\(\\) gave up:RuntimeWarning")
+def test_closing_from_many_threads_with_timeouts_and_a_stuck_worker(
+        make_pool: MakePool, gates: Gates) -> None:
+    pool = make_pool()
+    gate = gates.new()
+    pool.submit("pooltasks.block", *gate.args())
+    gate.wait_started()
+    returned: list[float] = []
+    lock = threading.Lock()
+
+    def close() -> None:
+        pool.close(timeout=0.2)  # warns, naming the stuck worker
+        with lock:
+            returned.append(time.monotonic())
+
+    closers = [threading.Thread(target=close, daemon=True) for _ in range(6)]
+    for closer in closers:
+        closer.start()
+    for closer in closers:
+        closer.join(30)  # each gives up on the stuck worker after 0.2 s
+    assert len(returned) == 6
+    gate.release()
+    pool.close()  # and the last close() joins it
+    wait_only_main_interpreter()

@@ -120,7 +120,8 @@ def test_a_lost_scheduler_fails_calls_instead_of_hanging(tmp_path: Path) -> None
         client = distributed.Client(scheduler_file=str(scheduler_file), timeout=CLUSTER_LIMIT)
         try:
             client.wait_for_workers(1, timeout=CLUSTER_LIMIT)
-            pool = ClusterPool(client, init=INIT)
+            # By address, as a user points the pool at a scheduler on another host.
+            pool = ClusterPool(client.scheduler.address, init=INIT)
             try:
                 assert pool.call("math.sqrt", 9.0) == 3.0
                 pending = pool.submit("clustertasks.block_in", str(tmp_path), str(gate), 1)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import array
 import os
 import threading
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -200,3 +202,47 @@ def test_status_stats_and_records_cover_every_process(pool: ClusterPool) -> None
     assert pool.stats().items >= 65
     assert all(w.state in ("idle", "busy") for w in pool.status())
 
+
+
+def test_workers_per_process_sets_the_subinterpreters_of_each_process(cluster: Any) -> None:
+    with ClusterPool(cluster[1], init=INIT, workers_per_process=2) as pool:
+        assert pool.workers == 4
+        workers = pool.status()
+        assert sorted(int(w.index) for w in workers) == [0, 1, 2, 3]
+        assert {w.index.subinterpreter for w in workers if isinstance(w.index, ClusterWorker)
+                } == {0, 1}
+        assert pool.map("operator.neg", range(50)) == [-i for i in range(50)]
+
+
+def test_bad_options_are_named(cluster: Any) -> None:
+    with pytest.raises(TypeError, match="cluster must be"):
+        ClusterPool(42)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="processes="):
+        ClusterPool(cluster[1], processes=2)
+    with pytest.raises(ValueError, match="workers_per_process must be at least 1"):
+        ClusterPool(cluster[1], workers_per_process=0)
+    with pytest.raises(ValueError, match="retries must be at least 0"):
+        ClusterPool(cluster[1], retries=-1)
+    with pytest.raises(ValueError, match="init is not valid Python"):
+        ClusterPool(cluster[1], init="def (")
+
+
+def test_cancelling_a_queued_call(pool: ClusterPool, tmp_path: Path) -> None:
+    gate = tmp_path / "gate"
+    try:
+        # Both processes busy, so the next call waits in dask's queue.
+        busy = [pool.submit("clustertasks.block_in", str(tmp_path), str(gate), i)
+                for i in range(2)]
+        queued = pool.submit("clustertasks.block_in", str(tmp_path), str(gate), "queued")
+        assert queued.cancel()
+        assert queued.cancelled()
+    finally:
+        gate.touch()
+    assert sorted(f.result(timeout=CLUSTER_LIMIT) for f in busy) == [0, 1]
+
+
+def test_buffers_keep_their_format_and_content_across_the_network(pool: ClusterPool) -> None:
+    doubles = memoryview(array.array("d", [1.0, 2.0, 3.5]))
+    assert pool.call("buffertasks.total", doubles) == 6.5
+    big = bytes(range(256)) * 1024  # large: out of band in dask's frames
+    assert pool.call("zlib.crc32", big) == zlib.crc32(big)

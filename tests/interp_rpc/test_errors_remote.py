@@ -91,7 +91,7 @@ def test_remote_error_from_submit_and_the_worker_survives(module_pool: Interpret
     err = future.exception(timeout=30)
     assert isinstance(err, RemoteError)
     assert err.remote_type_name == "ConfigError"
-    assert module_pool.map("pooltasks.square", range(10)) == [i * i for i in range(10)]
+    assert list(module_pool.map("pooltasks.square", range(10))) == [i * i for i in range(10)]
     wait_until(lambda: all(w.state == "idle" for w in module_pool.status()))
 
 

@@ -10,7 +10,7 @@ from interp_rpc import InterpreterPool, InterpRpcError, RemoteError
 def test_issue_example_runs_verbatim() -> None:
     with InterpreterPool(workers=4, init="import mymodule") as pool:
         result = pool.call("mymodule.process", {"n": 7})
-        results = pool.map("mymodule.process", [{"n": i} for i in range(1000)])
+        results = list(pool.map("mymodule.process", [{"n": i} for i in range(1000)]))
 
     assert result == {"n": 7, "squared": 49}
     assert results == [{"n": i, "squared": i**2} for i in range(1000)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import textwrap
@@ -17,6 +18,8 @@ SCRIPT = '''
 import sys
 import time
 
+ORIGINAL_EXIT = sys.exit
+
 sys.path.insert(0, {fixtures!r})
 
 from interp_rpc import InterpreterPool
@@ -25,6 +28,10 @@ from interp_rpc import InterpreterPool
 def spin_forever():
     while True:
         pass
+
+
+def leave(code):
+    sys.exit(code)
 
 
 if __name__ == "__main__":
@@ -38,8 +45,19 @@ if __name__ == "__main__":
     while not any(w.state == "busy" for w in pool.status()):
         time.sleep(0.01)
     print("stuck worker running", flush=True)
+    print("sys.exit untouched:", sys.exit is ORIGINAL_EXIT, flush=True)
     if ending == "exit":
         sys.exit(3)
+    if ending == "SystemExit":
+        raise SystemExit(3)
+    if ending == "builtin-exit":
+        exit(3)
+    if ending == "message":
+        sys.exit("goodbye from the script")
+    if ending == "KeyboardInterrupt":
+        raise KeyboardInterrupt
+    if ending == "in-function":
+        leave(4)
     raise RuntimeError("uncaught at top level")
 '''
 
@@ -73,6 +91,28 @@ def test_sys_exit_with_a_stuck_worker_keeps_its_exit_code(script: Path, how: str
     result = run(script, how, "exit")
     assert_no_crash(result)
     assert result.returncode == 3, result.stderr
+
+
+# Regression: the status was taken from a sys.exit() monkeypatch, so
+# `raise SystemExit(3)` and `exit(3)` ended with 0.
+@pytest.mark.parametrize(("ending", "code"), [("SystemExit", 3), ("builtin-exit", 3),
+                                              ("in-function", 4), ("message", 1)])
+@pytest.mark.parametrize("how", ["sleep", "spin"])
+def test_every_way_to_exit_keeps_its_status(script: Path, how: str, ending: str,
+                                            code: int) -> None:
+    result = run(script, how, ending)
+    assert_no_crash(result)
+    assert result.returncode == code, result.stderr
+    assert "sys.exit untouched: True" in result.stdout
+    if ending == "message":
+        assert result.stderr.count("goodbye from the script") == 1, result.stderr
+
+
+def test_keyboard_interrupt_with_a_stuck_worker_ends_by_sigint(script: Path) -> None:
+    result = run(script, "sleep", "KeyboardInterrupt")
+    assert_no_crash(result)
+    assert result.returncode == -signal.SIGINT, result.stderr
+    assert "KeyboardInterrupt" in result.stderr
 
 
 @pytest.mark.parametrize("how", ["sleep", "spin"])
@@ -135,3 +175,70 @@ def test_a_stuck_call_ending_during_interpreter_exit_does_not_crash(tmp_path: Pa
     result = run(path)
     assert_no_crash(result)
     assert result.returncode == 3, result.stderr
+
+
+GARBAGE_COLLECTED = """
+import gc
+import sys
+
+sys.path.insert(0, {fixtures!r})
+
+from interp_rpc import CallTimeoutError, InterpreterPool
+
+
+def leave_a_call_running():
+    pool = InterpreterPool(workers=1, init="import pooltasks")
+    try:
+        pool.call("time.sleep", 2.5, timeout=0.2)
+    except CallTimeoutError:
+        print("call still running", flush=True)
+    # The pool is never closed: it is collected when this returns.
+
+
+if __name__ == "__main__":
+    leave_a_call_running()
+    gc.collect()
+    sys.exit(5)
+"""
+
+
+def test_a_collected_pool_with_a_running_call_is_stopped_safely_at_exit(tmp_path: Path) -> None:
+    # Regression: a collected pool detached its threads and was forgotten, so
+    # CPython's finalization destroyed the interpreter under the running call.
+    path = tmp_path / "collected.py"
+    path.write_text(GARBAGE_COLLECTED.format(fixtures=str(FIXTURES)))
+    result = subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
+                            timeout=30, cwd=tmp_path)
+    for sign in CRASH_SIGNS:
+        assert sign not in result.stderr, result.stderr
+    assert "call still running" in result.stdout, result.stderr
+    assert "remaining subinterpreters" not in result.stderr
+    assert result.returncode == 5, result.stderr
+
+
+INIT_TIMED_OUT = """
+import sys
+
+from interp_rpc import InterpreterPool, PoolInitError
+
+if __name__ == "__main__":
+    try:
+        InterpreterPool(workers=2, init="import time; time.sleep(2.5)", init_timeout=0.2)
+    except PoolInitError as exc:
+        print("init timed out", flush=True)
+    sys.exit(6)
+"""
+
+
+def test_a_pool_whose_init_timed_out_is_stopped_safely_at_exit(tmp_path: Path) -> None:
+    # Regression: a pool whose init failed was never registered for the exit
+    # routine; its workers were still in init when CPython finalized.
+    path = tmp_path / "init_timed_out.py"
+    path.write_text(INIT_TIMED_OUT)
+    result = subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
+                            timeout=30, cwd=tmp_path)
+    for sign in CRASH_SIGNS:
+        assert sign not in result.stderr, result.stderr
+    assert "init timed out" in result.stdout, result.stderr
+    assert "remaining subinterpreters" not in result.stderr
+    assert result.returncode == 6, result.stderr

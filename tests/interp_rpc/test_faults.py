@@ -65,7 +65,7 @@ def test_a_dead_workers_call_fails_at_once_and_other_work_goes_on(
     assert survivor_call.result(timeout=30) == "survivor's call"
     assert [f.result(timeout=30) for f in queued] == [i * i for i in range(10)]
     assert pool.call("pooltasks.add", 2, 2) == 4
-    assert pool.map("pooltasks.square", range(5)) == [0, 1, 4, 9, 16]
+    assert list(pool.map("pooltasks.square", range(5))) == [0, 1, 4, 9, 16]
     records = pool.call_records()
     assert {r.worker for r in records if r.target == "pooltasks.square"} == {survivor}
     assert [r.outcome for r in records if r.target == "pooltasks.add"] == [
@@ -128,7 +128,7 @@ def test_all_workers_dead_breaks_the_pool(pool: InterpreterPool, gates: Gates,
     with pytest.raises(PoolBrokenError):
         pool.submit("pooltasks.add", 1, 2)
     with pytest.raises(PoolBrokenError):
-        pool.map("pooltasks.square", [1, 2, 3])
+        list(pool.map("pooltasks.square", [1, 2, 3]))
     with pytest.raises(PoolBrokenError):
         pool.call("pooltasks.add", 1, 2, timeout=0)
 
@@ -170,7 +170,7 @@ def test_interpreters_cannot_be_closed_from_outside(pool: InterpreterPool,
             interp.close()
     gate.release()
     assert busy.result(timeout=30) == "still fine"
-    assert pool.map("pooltasks.square", range(10), chunksize=1) == [i * i for i in range(10)]
+    assert list(pool.map("pooltasks.square", range(10), chunksize=1)) == [i * i for i in range(10)]
     # Eventually: a fresh worker may still say 'starting' (see
     # test_workers_are_idle_when_the_constructor_returns).
     wait_until(lambda: states(pool) == ["idle", "idle"])
@@ -185,7 +185,7 @@ def test_code_run_in_a_worker_interpreter_from_outside_does_not_break_it(
         with contextlib.suppress(concurrent.interpreters.InterpreterError):
             interp.exec("import sys; sys.modules['__main__'].FROM_OUTSIDE = 1")
     assert pool.call("pooltasks.add", 1, 1) == 2
-    assert pool.map("pooltasks.square", range(4), chunksize=1) == [0, 1, 4, 9]
+    assert list(pool.map("pooltasks.square", range(4), chunksize=1)) == [0, 1, 4, 9]
     # Eventually: a fresh worker may still say 'starting' (see
     # test_workers_are_idle_when_the_constructor_returns).
     wait_until(lambda: states(pool) == ["idle", "idle"])

@@ -132,7 +132,7 @@ def test_cancel_of_a_queued_future_means_it_never_runs(
         gate.release()
     assert [f.result(timeout=30) for f in running] == [0, 1]
     # Both workers are free again: anything queued before would have run.
-    assert pool.map("pooltasks.square", range(4), chunksize=1) == [0, 1, 4, 9]
+    assert list(pool.map("pooltasks.square", range(4), chunksize=1)) == [0, 1, 4, 9]
     assert not marker.exists()
     assert "cancelled" in [r.outcome for r in pool.call_records()]
 
@@ -148,3 +148,97 @@ def test_cancel_of_a_running_future_returns_false(pool: InterpreterPool, gates: 
     assert future.result(timeout=30) == "finished anyway"
     assert future.cancel() is False  # done futures cannot be cancelled either
 
+
+
+def test_a_done_callback_can_shut_the_pool_down(gates: Gates) -> None:
+    # Regression: callbacks ran on the engine's completion thread, which
+    # shutdown() joins: "Resource deadlock avoided".
+    pool = InterpreterPool(workers=2, init="import pooltasks")
+    closed = threading.Event()
+    errors: list[BaseException] = []
+
+    def shut_down(_future: Future[object]) -> None:
+        try:
+            pool.shutdown(wait=True)
+        except BaseException as exc:
+            errors.append(exc)
+        closed.set()
+
+    future = pool.submit("pooltasks.add", 1, 2)
+    future.add_done_callback(shut_down)
+    assert closed.wait(30)
+    assert errors == []
+    assert future.result(timeout=0) == 3
+    assert pool.closed
+    assert [w.state for w in pool.status()] == ["stopped", "stopped"]
+
+
+def test_a_blocking_done_callback_stalls_no_other_future(pool: InterpreterPool) -> None:
+    # Regression: one completion thread ran every callback, so a callback
+    # that blocked stopped every other future from settling.
+    release = threading.Event()
+    blocking_entered = threading.Event()
+
+    def block(_future: Future[object]) -> None:
+        blocking_entered.set()
+        release.wait(60)
+
+    try:
+        first = pool.submit("pooltasks.add", 1, 1)
+        first.add_done_callback(block)
+        assert blocking_entered.wait(30)
+        later = [pool.submit("pooltasks.square", i) for i in range(20)]
+        called = [threading.Event() for _ in later]
+        for future, event in zip(later, called, strict=True):
+            future.add_done_callback(lambda _f, e=event: e.set())
+        # Settled without anyone calling result(), and their callbacks ran.
+        _, not_done = concurrent.futures.wait(later, timeout=30)
+        assert not not_done
+        for event in called:
+            assert event.wait(30)
+    finally:
+        release.set()
+
+
+def test_done_callbacks_do_not_run_on_the_engine_thread(module_pool: InterpreterPool) -> None:
+    from interp_rpc import _core
+
+    seen: list[bool] = []
+    ran = threading.Event()
+
+    def record(_future: Future[object]) -> None:
+        seen.append(_core.on_completion_thread())
+        ran.set()
+
+    future = module_pool.submit("pooltasks.add", 2, 2)
+    future.add_done_callback(record)
+    assert ran.wait(30)
+    assert seen == [False]
+
+
+def test_a_handle_that_lost_the_claim_releases_nothing(module_pool: InterpreterPool) -> None:
+    # Only the party that won the claim may release what a call holds (its
+    # future, the caller's buffers). A buffer still exported cannot resize.
+    data = bytearray(b"x" * 100)
+    name, request, _, submitted, cost = module_pool._encode("pooltasks.add", (1, 2), {})
+    status, handle = module_pool._engine.submit(name, request, [data], -1, 1, None,
+                                                submitted, cost, -1)
+    assert status == "queued" and handle is not None
+    assert handle.wait(30)
+    assert handle.release() is False  # not claimed: nothing released
+    with pytest.raises(BufferError):
+        data.extend(b"y")
+    assert handle.claim() is True
+    assert handle.release() is True
+    data.extend(b"y")  # released now
+
+
+def test_infinite_timeouts_mean_no_timeout(module_pool: InterpreterPool) -> None:
+    inf = float("inf")
+    assert module_pool.call("pooltasks.add", 1, 2, timeout=inf) == 3
+    assert module_pool.submit("pooltasks.add", 2, 2).result(timeout=inf) == 4
+    assert module_pool.map("pooltasks.square", range(4), timeout=inf) == [0, 1, 4, 9]
+    assert module_pool._engine.interrupt([], inf) == []
+    with InterpreterPool(workers=1, init_timeout=inf) as pool:
+        assert pool.call("math.sqrt", 16.0, timeout=1e300) == 4.0
+        pool.close(timeout=inf)

@@ -35,8 +35,8 @@ def test_init_runs_once_in_every_worker_before_any_call(tmp_path: Path) -> None:
         assert list(on_every_worker(pool, tmp_path, "main_attr", "EVENTS").values()) == [
             ["init"], ["init"]]
         assert list(on_every_worker(pool, tmp_path, "main_attr", "INIT_RUNS").values()) == [1, 1]
-        runs = pool.map("pooltasks.main_attr", ["INIT_RUNS"] * 40, chunksize=1)
-        events = pool.map("pooltasks.main_attr", ["EVENTS"] * 40, chunksize=1)
+        runs = list(pool.map("pooltasks.main_attr", ["INIT_RUNS"] * 40, chunksize=1))
+        events = list(pool.map("pooltasks.main_attr", ["EVENTS"] * 40, chunksize=1))
     assert runs == [1] * 40
     assert events == [["init"]] * 40
 

@@ -44,7 +44,7 @@ def test_submits_and_maps_do_not_leak_either() -> None:
         def burst() -> None:
             futures = [pool.submit("pooltasks.square", i) for i in range(1_000)]
             assert [f.result(timeout=60) for f in futures][-1] == 999 * 999
-            assert len(pool.map("pooltasks.square", range(5_000))) == 5_000
+            assert len(list(pool.map("pooltasks.square", range(5_000)))) == 5_000
 
         for _ in range(3):
             burst()

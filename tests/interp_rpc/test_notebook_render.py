@@ -4,14 +4,18 @@ as a user sees them, through kernels)."""
 from __future__ import annotations
 
 import re
+import sys
 import threading
+from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
+from support import Gates, MakePool, wait_until
 
 from interp_rpc import CallTimeoutError, InterpreterPool, RemoteError, ShareabilityError
 from interp_rpc import _profile_html as profile_html
-from interp_rpc.notebook import profile, render
+from interp_rpc import _render as render
+from interp_rpc.notebook import profile
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -24,11 +28,13 @@ def remote_error() -> RemoteError:
                        target="demo_work.checked_sqrt", worker=1, item_index=2)
 
 
-def test_remote_error_output_starts_with_a_header_then_the_coloured_traceback() -> None:
+def test_remote_error_output_starts_with_a_bold_header_then_the_traceback() -> None:
     lines = render.remote_error_lines(remote_error())
     plain = [ANSI.sub("", line) for line in lines]
     assert plain[0] == "RemoteError in worker 1 · target demo_work.checked_sqrt · item 2"
-    assert any("\x1b[" in line for line in lines[3:]), "the traceback is not coloured"
+    # Bold only: no ANSI colour passes WCAG AA on Lab's red error background
+    # in both its themes.
+    assert set(re.findall(r"\x1b\[([0-9;]*)m", "".join(lines))) == {"1", "0"}
     assert "NegativeInputError: <-1>" in plain
 
 
@@ -59,8 +65,7 @@ def test_shareability_tree_marks_the_path_to_the_culprit() -> None:
     html = render.shareability_html(err)
     (culprit,) = re.findall(r'<li class="interp-rpc-culprit">(.*?)</li>', html)
     assert "[&#x27;handle&#x27;]" in culprit
-    bundle = render.bundle_for(err)
-    assert bundle is not None and set(bundle) == {"text/html", "text/plain"}
+    assert err._repr_html_() == html
 
 
 def test_timeout_output_names_the_worker() -> None:
@@ -71,7 +76,7 @@ def test_timeout_output_names_the_worker() -> None:
 
 def test_profile_of_a_map_has_a_valid_svg_timeline_and_a_text_fallback() -> None:
     with InterpreterPool(workers=2) as pool, pool.profile() as result:
-        pool.map("builtins.abs", range(-50, 50), chunksize=10)
+        list(pool.map("builtins.abs", range(-50, 50), chunksize=10))
     assert result.items == 100
     assert 0 < result.utilization <= 1
     bundle = profile.functions_bundle(result) if result.functions else result._repr_mimebundle_()
@@ -81,3 +86,173 @@ def test_profile_of_a_map_has_a_valid_svg_timeline_and_a_text_fallback() -> None
     assert len(bars) == 100 + 1  # one per item, and the legend's swatch of builtins.abs
     assert "utilization" in bundle["text/plain"]
     assert "slowest items:" in bundle["text/plain"]
+
+
+def test_errors_render_without_ipython_or_the_notebook_layer() -> None:
+    """Scripts, marimo and web apps call _repr_html_ and _render_traceback_
+    too: rendering must not pull in IPython or interp_rpc.notebook."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from interp_rpc import RemoteError, ShareabilityError, CallTimeoutError, "
+        "ParallelCellError\n"
+        "err = RemoteError(remote_type_name='E', remote_module='m', remote_message='x',"
+        " remote_traceback='Traceback...\\nE: x\\n', worker=0)\n"
+        "assert 'RemoteError' in err._repr_html_()\n"
+        "assert err._render_traceback_()\n"
+        "assert ShareabilityError('argument 0', 'lock', 'no')._repr_html_()\n"
+        "assert CallTimeoutError('t', 1.0)._render_traceback_()\n"
+        "assert ParallelCellError({0: err, 1: err}, workers=2)._render_traceback_()\n"
+        "loaded = [m for m in sys.modules if m.startswith(('IPython', 'interp_rpc.notebook'))]\n"
+        "assert not loaded, loaded\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_parallel_cell_error_groups_identical_errors_by_worker() -> None:
+    from interp_rpc import ParallelCellError
+
+    same = remote_error()
+    other = RemoteError(remote_type_name="KeyError", remote_module="builtins",
+                        remote_message="'k'", remote_traceback="KeyError: 'k'\n", worker=3)
+    err = ParallelCellError({0: same, 1: same, 2: same, 3: other, 5: same}, workers=6)
+    plain = [ANSI.sub("", line) for line in err._render_traceback_()]
+    headers = [line for line in plain if line.startswith("RemoteError in")]
+    assert headers == ["RemoteError in workers 0-2, 5 · %%parallel",
+                       "RemoteError in worker 3 · %%parallel"]
+    assert sum("NegativeInputError: <-1>" in line for line in plain) == 1
+
+
+def test_worker_ranges_collapse_runs() -> None:
+    assert render.worker_ranges([3]) == "worker 3"
+    assert render.worker_ranges([0, 1, 2, 3]) == "workers 0-3"
+    assert render.worker_ranges([5, 0, 2, 1]) == "workers 0-2, 5"
+
+
+def test_profile_timeline_is_dark_on_white_inline_too() -> None:
+    """The timeline is one self-contained picture, shown as an image inline
+    too: its own white background and dark text, readable in a dark theme."""
+    with InterpreterPool(workers=2) as pool, pool.profile() as result:
+        list(pool.map("builtins.abs", range(-8, 8), chunksize=4))
+    svg_ns = "{http://www.w3.org/2000/svg}"
+    image = ElementTree.fromstring(profile_html.static_svg(result))
+    background = next(image.iter(f"{svg_ns}rect"))
+    assert background.get("fill") == "#ffffff"
+    assert next(image.iter(f"{svg_ns}text")).get("fill") == profile_html.TEXT
+    assert 'src="data:image/svg+xml;base64,' in profile_html.html(result)
+
+
+# ------------------------------------------------------------ contrast (WCAG AA)
+
+LAB_THEMES = Path(sys.prefix) / "share" / "jupyter" / "lab" / "themes" / "@jupyterlab"
+TEXT_COLOUR = re.compile(r"(?<![-\w])color:\s*var\((--jp-[\w-]+),\s*(#[0-9a-fA-F]{6})\)")
+
+
+def rgb(value: str, behind: tuple[float, float, float]) -> tuple[float, float, float]:
+    """A CSS colour (#hex, #abc, white, rgba()) composited over ``behind``."""
+    value = value.strip()
+    if value == "white":
+        return (255.0, 255.0, 255.0)
+    if value.startswith("#"):
+        digits = value[1:]
+        if len(digits) == 3:
+            digits = "".join(d * 2 for d in digits)
+        r, g, b = (int(digits[i:i + 2], 16) for i in (0, 2, 4))
+        return (float(r), float(g), float(b))
+    parts = [float(p) for p in re.findall(r"[0-9.]+", value)]
+    alpha = parts[3] if len(parts) > 3 else 1.0
+    r, g, b = (parts[i] * alpha + behind[i] * (1 - alpha) for i in range(3))
+    return (r, g, b)
+
+
+def contrast(a: tuple[float, float, float], b: tuple[float, float, float]) -> float:
+    def luminance(c: tuple[float, float, float]) -> float:
+        channels = [v / 255 for v in c]
+        linear = [v / 12.92 if v <= 0.03928 else ((v + 0.055) / 1.055) ** 2.4 for v in channels]
+        return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+    high, low = sorted((luminance(a), luminance(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def theme_variables(theme: str) -> dict[str, str]:
+    css = (LAB_THEMES / theme / "index.css").read_text()
+    variables = dict(re.findall(r"(--[\w-]+):\s*([^;]+);", css))
+
+    def resolve(value: str) -> str:
+        match = re.fullmatch(r"\s*var\((--[\w-]+)(?:,\s*(.+))?\)\s*", value)
+        if match is None:
+            return value
+        name, fallback = match.groups()
+        return resolve(variables[name]) if name in variables else resolve(fallback or "")
+
+    return {name: resolve(value) for name, value in variables.items()}
+
+
+def our_html() -> str:
+    """Every HTML rendering whose text colours we choose."""
+    from interp_rpc.notebook import live
+
+    with InterpreterPool(workers=1) as pool:
+        err = shareability_error(pool)
+        view = live.LiveView(pool, target="t", total=3)
+        status_html = view.render()["text/html"]
+    return "".join([remote_error()._repr_html_(),
+                    err._repr_html_(), status_html,
+                    live.summary("t", 3, 3, 1.0, 2)["text/html"],
+                    # The state colours of the status table, whatever the states now.
+                    "".join(f"color:{c}" for c in STATE_COLOURS)])
+
+
+STATE_COLOURS = ["var(--jp-success-color0, #1a7f37)", "var(--jp-error-color1, #b42318)",
+                 "var(--jp-content-font-color2, #57606a)"]
+
+
+def test_every_text_colour_meets_wcag_aa_in_labs_themes_and_its_fallback_on_white() -> None:
+    colours = set(TEXT_COLOUR.findall(our_html()))
+    assert len(colours) >= 3, colours
+    white = (255.0, 255.0, 255.0)
+    low = [(name, fallback) for name, fallback in colours
+           if contrast(rgb(fallback, white), white) < 4.5]
+    assert not low, f"fallbacks below AA on white: {low}"
+    if not LAB_THEMES.exists():
+        pytest.skip("JupyterLab's themes are not installed")
+    for theme in ("theme-light-extension", "theme-dark-extension"):
+        variables = theme_variables(theme)
+        page = rgb(variables["--jp-layout-color0"], white)
+        for name, _ in colours:
+            ratio = contrast(rgb(variables[name], page), page)
+            assert ratio >= 4.5, f"{name} is {ratio:.2f}:1 in {theme}"
+
+
+def test_the_status_table_colours_its_states_with_theme_variables() -> None:
+    """The C++ renderer's state colours are the ones checked above."""
+    with InterpreterPool(workers=1) as pool:
+        from interp_rpc.notebook import live
+
+        html = live.LiveView(pool).render()["text/html"]
+    assert "color:var(--jp-content-font-color2, #57606a)" in html  # an idle worker
+
+
+def test_progress_counts_this_maps_items_only(make_pool: MakePool, gates: Gates) -> None:
+    """An earlier map that timed out goes on running; its item finishing while
+    the next map waits must not count for the next one ("1/1" with none done)."""
+    from interp_rpc import CallTimeoutError
+    from interp_rpc.notebook import live
+
+    pool = make_pool(workers=1)
+    gate = gates.new()
+    with pytest.raises(CallTimeoutError):
+        list(pool.map("pooltasks.map_item", [gate.map_item("earlier")], timeout=0.2))
+    records = pool.call_records()
+    since = ((records[-1].seq if records else 0), int(pool._engine.last_call_id) + 1)
+    view = live.LiveView(pool, target="next", total=1, since=since)
+    gate.release()
+    wait_until(lambda: any(r.target == "pooltasks.map_item" for r in pool.call_records()),
+               what="the earlier map's item finishing")
+    assert view.done() == 0
+    assert "0/1 items" in view.render()["text/plain"]

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Iterator
 
 import pytest
-from support import Gates, wait_until
+from support import Gates, states, wait_only_main_interpreter, wait_until
 
 from interp_rpc import InterpreterPool
 
@@ -54,7 +54,7 @@ def test_interrupt_stops_a_blocked_call(main_thread: None, pool: InterpreterPool
     assert [w.target for w in busy] == ["pooltasks.block"]
     gate.release()
     wait_until(lambda: all(w.state == "idle" for w in pool.status()))
-    assert pool.map("pooltasks.square", range(4)) == [0, 1, 4, 9]
+    assert list(pool.map("pooltasks.square", range(4))) == [0, 1, 4, 9]
 
 
 def test_interrupt_stops_a_map_and_cancels_its_queued_chunks(
@@ -65,14 +65,14 @@ def test_interrupt_stops_a_map_and_cancels_its_queued_chunks(
     interrupter = interrupt_when(lambda: all(g.has_started() for g in blockers))
     started = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
-        pool.map("pooltasks.map_item", items, chunksize=1)
+        list(pool.map("pooltasks.map_item", items, chunksize=1))
     assert time.monotonic() - started < 5
     interrupter.join(10)
     gates.release_all()
     wait_until(lambda: len([r for r in pool.call_records()
                             if r.target == "pooltasks.map_item"]) == len(items))
     assert not any(g.has_started() for g in later)
-    assert pool.map("pooltasks.square", range(4)) == [0, 1, 4, 9]
+    assert list(pool.map("pooltasks.square", range(4))) == [0, 1, 4, 9]
 
 
 def test_interrupt_stops_future_result(main_thread: None, pool: InterpreterPool,
@@ -85,3 +85,41 @@ def test_interrupt_stops_future_result(main_thread: None, pool: InterpreterPool,
     interrupter.join(10)
     gate.release()
     assert future.result(timeout=30) == "eventually"
+
+
+def test_interrupt_stops_close_waiting_for_a_running_call(main_thread: None, gates: Gates
+                                                          ) -> None:
+    # Regression: close() waited with the GIL released and never ran signal
+    # handlers, so Ctrl-C in `with InterpreterPool() as p: p.call(long)` hung.
+    pool = InterpreterPool(workers=2, init="import pooltasks")
+    gate = gates.new()
+    running = pool.submit("pooltasks.block", *gate.args("finished"))
+    gate.wait_started()
+    interrupter = interrupt_when(lambda: pool.closed)
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        pool.close()
+    assert time.monotonic() - started < 5
+    interrupter.join(10)
+    assert pool.closed
+    # The pool goes on closing: the call finishes, and close() again ends it.
+    gate.release()
+    assert running.result(timeout=30) == "finished"
+    pool.close()
+    assert states(pool) == ["stopped", "stopped"]
+
+
+def test_interrupt_stops_the_constructor_waiting_for_init(main_thread: None, gates: Gates
+                                                          ) -> None:
+    gate = gates.new()
+    started_file, gate_file, _ = gate.args()
+    init = f"import pooltasks\npooltasks.block({started_file!r}, {gate_file!r})"
+    interrupter = interrupt_when(gate.has_started)
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        InterpreterPool(workers=1, init=init, init_timeout=None)
+    assert time.monotonic() - started < 5
+    interrupter.join(10)
+    # The half-started pool is still owned: its worker ends once init does.
+    gate.release()
+    wait_only_main_interpreter()

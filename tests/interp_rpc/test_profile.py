@@ -34,7 +34,7 @@ def prof_pool() -> Iterator[InterpreterPool]:
 def test_a_profiled_map_has_one_record_per_item(prof_pool: InterpreterPool) -> None:
     with prof_pool.profile() as prof:
         assert prof.recording
-        results = prof_pool.map("profiletasks.digit_sum", range(300), chunksize=40)
+        results = list(prof_pool.map("profiletasks.digit_sum", range(300), chunksize=40))
     assert results == [sum(int(c) for c in str(n * 7919)) for n in range(300)]
     items = [r for r in prof.records if r.item is not None]
     assert sorted(r.item for r in items) == list(range(300))
@@ -53,7 +53,7 @@ def test_a_profile_is_not_readable_while_recording(prof_pool: InterpreterPool) -
 def test_merged_function_stats_name_a_function_called_inside_the_target(
         prof_pool: InterpreterPool) -> None:
     with prof_pool.profile(functions=True) as prof:
-        prof_pool.map("profiletasks.digit_sum", range(400), chunksize=20)
+        list(prof_pool.map("profiletasks.digit_sum", range(400), chunksize=20))
     stats = prof.stats
     assert stats is not None
     names = {func[2]: value for func, value in stats.stats.items()}  # type: ignore[attr-defined]
@@ -82,7 +82,7 @@ def test_only_one_function_profile_at_a_time(prof_pool: InterpreterPool) -> None
 def test_a_failed_item_is_marked_and_the_rest_of_its_chunk_did_not_run(
         prof_pool: InterpreterPool) -> None:
     with prof_pool.profile() as prof, pytest.raises(RemoteError):
-        prof_pool.map("profiletasks.fail_at", range(10), [4] * 10, chunksize=10)
+        list(prof_pool.map("profiletasks.fail_at", range(10), [4] * 10, chunksize=10))
     by_item = {r.item: r for r in prof.records}
     assert by_item[4].outcome == model.FAILED
     assert all(by_item[i].outcome == model.OK for i in range(4))
@@ -92,7 +92,7 @@ def test_a_failed_item_is_marked_and_the_rest_of_its_chunk_did_not_run(
 def test_exported_trace_is_trace_event_json_with_one_slice_per_item(
         prof_pool: InterpreterPool, tmp_path: Path) -> None:
     with prof_pool.profile() as prof:
-        prof_pool.map("profiletasks.digit_sum", range(120), chunksize=30)
+        list(prof_pool.map("profiletasks.digit_sum", range(120), chunksize=30))
     path = prof.export(tmp_path / "trace.json")
     trace = json.loads(path.read_text())
     events = trace["traceEvents"]
@@ -116,7 +116,7 @@ def test_exported_trace_is_trace_event_json_with_one_slice_per_item(
 
 def test_pstats_export_loads_with_pstats(prof_pool: InterpreterPool, tmp_path: Path) -> None:
     with prof_pool.profile(functions=True) as prof:
-        prof_pool.map("profiletasks.digit_sum", range(50))
+        list(prof_pool.map("profiletasks.digit_sum", range(50)))
     loaded = pstats.Stats(str(prof.export(tmp_path / "run.pstats")))
     assert any(func[2] == "digits_helper" for func in loaded.stats)  # type: ignore[attr-defined]
     with pytest.raises(ValueError, match=r"\.json"):
@@ -179,7 +179,7 @@ def test_the_static_picture_marks_failures_and_has_ticks_with_units() -> None:
 
 def test_views_say_when_the_call_log_wrapped(prof_pool: InterpreterPool) -> None:
     with prof_pool.profile() as prof:
-        prof_pool.map("builtins.abs", range(16_500), chunksize=1)
+        list(prof_pool.map("builtins.abs", range(16_500), chunksize=1))
     assert prof.lost_records > 0
     assert any("lost" in w for w in prof.warnings())
     assert "were lost" in prof._repr_html_() and "were lost" in prof.text()
@@ -195,7 +195,7 @@ def test_pool_profile_works_from_a_script(tmp_path: Path) -> None:
         if __name__ == "__main__":
             with InterpreterPool(workers=2, init="import profiletasks") as pool:
                 with pool.profile(functions=True) as prof:
-                    pool.map("profiletasks.digit_sum", range(200))
+                    list(pool.map("profiletasks.digit_sum", range(200)))
                 prof.export({str(tmp_path / "t.json")!r})
                 print(json.dumps({{
                     "items": sorted(r.item for r in prof.records),

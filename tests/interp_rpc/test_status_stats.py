@@ -68,7 +68,7 @@ def test_a_busy_worker_shows_its_target_and_running_time(pool: InterpreterPool,
 def test_calls_done_and_busy_time_add_up(pool: InterpreterPool) -> None:
     for i in range(10):
         pool.call("pooltasks.add", i, i)
-    pool.map("pooltasks.sleep_then", [0.05] * 4, chunksize=1)
+    list(pool.map("pooltasks.sleep_then", [0.05] * 4, chunksize=1))
     status = pool.status()
     assert sum(w.calls_done for w in status) == 14
     assert sum(w.busy_seconds_total for w in status) >= 4 * 0.05
@@ -78,7 +78,7 @@ def test_item_index_during_map(pool: InterpreterPool, gates: Gates) -> None:
     gate = gates.new()
     items = [("ok", 0), ("ok", 1), ("ok", 2), gate.map_item("three"), ("ok", 4)]
     mapper = threading.Thread(target=lambda: results.append(
-        pool.map("pooltasks.map_item", items, chunksize=1)))
+        list(pool.map("pooltasks.map_item", items, chunksize=1))))
     results: list[list[object]] = []
     mapper.start()
     try:
@@ -149,7 +149,7 @@ def test_stats_count_calls_items_and_failures(pool: InterpreterPool, gates: Gate
         pool.call("pooltasks.add", i, 1)
     with pytest.raises(RemoteError):
         pool.call("pooltasks.fail", "counted as replied")
-    pool.map("pooltasks.square", range(20), chunksize=4)
+    list(pool.map("pooltasks.square", range(20), chunksize=4))
     stats = pool.stats()
     assert stats.calls == 5 + 1 + 5
     assert stats.items == 5 + 1 + 20
@@ -173,7 +173,7 @@ def test_stats_count_calls_items_and_failures(pool: InterpreterPool, gates: Gate
 
 
 def test_stats_times(pool: InterpreterPool) -> None:
-    pool.map("pooltasks.sleep_then", [0.05] * 4, chunksize=1)
+    list(pool.map("pooltasks.sleep_then", [0.05] * 4, chunksize=1))
     pool.call("pooltasks.identity", b"x" * 100_000)
     stats = pool.stats()
     assert stats.run_seconds >= 4 * 0.05
@@ -185,7 +185,7 @@ def test_stats_times(pool: InterpreterPool) -> None:
 
 def test_call_records_timings_are_ordered(pool: InterpreterPool) -> None:
     pool.call("pooltasks.add", 1, 2)
-    pool.map("pooltasks.square", range(10), chunksize=3)
+    list(pool.map("pooltasks.square", range(10), chunksize=3))
     pool.call("pooltasks.sleep_then", 0.02)
     records = pool.call_records()
     assert len(records) == 1 + 4 + 1

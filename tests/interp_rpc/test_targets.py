@@ -123,7 +123,7 @@ def test_unresolvable_callables_fail_before_dispatch(
     before = module_pool.stats().calls
     for attempt in (lambda: module_pool.call(target, 1),
                     lambda: module_pool.submit(target, 1),
-                    lambda: module_pool.map(target, [1, 2])):
+                    lambda: list(module_pool.map(target, [1, 2]))):
         with pytest.raises(TargetResolutionError) as info:
             attempt()
         message = str(info.value)
@@ -141,7 +141,7 @@ def test_closure_message_suggests_passing_captured_values(module_pool: Interpret
 
 def test_empty_map_still_checks_the_target(module_pool: InterpreterPool) -> None:
     with pytest.raises(TargetResolutionError):
-        module_pool.map(LAMBDA, [])
+        list(module_pool.map(LAMBDA, []))
 
 
 @pytest.mark.parametrize(

@@ -39,7 +39,7 @@ def test_the_call_keeps_running_and_status_shows_it(pool: InterpreterPool, gates
     # Busy time grows while it runs.
     wait_until(lambda: pool.status()[worker].busy_seconds > status.busy_seconds)
     # The other worker serves calls meanwhile.
-    assert pool.map("pooltasks.square", range(6)) == [0, 1, 4, 9, 16, 25]
+    assert list(pool.map("pooltasks.square", range(6))) == [0, 1, 4, 9, 16, 25]
     assert pool.status()[worker].state == "busy"
     gate.release()
     wait_until(lambda: pool.status()[worker].state == "idle", what="the worker going idle")

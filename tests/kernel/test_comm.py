@@ -155,3 +155,99 @@ def test_widgets_closed_from_their_own_callback(shared_kernel: Kernel) -> None:
     })
     iopub_until(shared_kernel, lambda m: m["msg_type"] == "comm_close")
     assert shared_kernel.execute("import gc; gc.collect(); 'alive'").status == "ok"
+
+
+def comm_ids_listed(kernel: Kernel, target_name: str) -> set[str]:
+    msg_id = send_to_kernel(kernel, "comm_info_request", {"target_name": target_name})
+    while True:
+        reply = kernel.client.get_shell_msg(timeout=30)
+        if reply["parent_header"].get("msg_id") == msg_id:
+            return set(reply["content"]["comms"])
+
+
+def test_a_comm_closed_by_the_kernel_is_gone_at_once(shared_kernel: Kernel) -> None:
+    # comm_info is asked right after the cell, before any other cell could
+    # tidy up.
+    execution = shared_kernel.execute(
+        "import comm, gc, weakref\n"
+        "class Callback:\n"
+        "    def __call__(self, msg): pass\n"
+        "callback = Callback()\n"
+        "released = weakref.ref(callback)\n"
+        "closing = comm.create_comm(target_name='closing')\n"
+        "closing.on_msg(callback)\n"
+        "del callback\n"
+        "closing.close()\n"
+        "gc.collect()\n"
+        "print(released() is None, comm.get_comm_manager().get_comm(closing.comm_id))\n"
+        "closing.comm_id"
+    )
+    assert execution.status == "ok", execution.reply["content"]
+    assert execution.stream() == "True None\n"
+    comm_id = execution.of_type("execute_result")[0]["content"]["data"]["text/plain"].strip("'")
+    assert comm_id not in comm_ids_listed(shared_kernel, "closing")
+
+
+def test_a_comm_closed_in_a_comm_callback_is_gone_when_it_returns(shared_kernel: Kernel) -> None:
+    execution = shared_kernel.execute(
+        "import comm\n"
+        "selfclosing = comm.create_comm(target_name='selfclosing')\n"
+        "selfclosing.on_msg(lambda msg: selfclosing.close())\n"
+        "selfclosing.comm_id"
+    )
+    comm_id = execution.of_type("execute_result")[0]["content"]["data"]["text/plain"].strip("'")
+    assert comm_id in comm_ids_listed(shared_kernel, "selfclosing")
+    send_to_kernel(shared_kernel, "comm_msg", {"comm_id": comm_id, "data": {}})
+    # comm_info comes after the comm_msg on the same socket: no cell ran between.
+    assert comm_id not in comm_ids_listed(shared_kernel, "selfclosing")
+
+
+def test_get_comm_finds_an_open_comm(shared_kernel: Kernel) -> None:
+    execution = shared_kernel.execute(
+        "import comm\n"
+        "found = comm.create_comm(target_name='found')\n"
+        "manager = comm.get_comm_manager()\n"
+        "print(manager.get_comm(found.comm_id) is found, manager.get_comm('no such id'))"
+    )
+    assert execution.stream() == "True None\n"
+
+
+def test_strided_buffers_are_sent_in_c_order(shared_kernel: Kernel) -> None:
+    execution = shared_kernel.execute(
+        "import comm\n"
+        "strided = comm.create_comm(target_name='strided')\n"
+        "data = bytes(range(12))\n"
+        "strided.send({}, buffers=[memoryview(data)[::2], memoryview(bytearray(b'ab'))])\n"
+    )
+    assert execution.status == "ok", execution.reply["content"]
+    [sent] = [m for m in execution.outputs if m["msg_type"] == "comm_msg"]
+    assert [bytes(b) for b in sent["buffers"]] == [bytes(range(0, 12, 2)), b"ab"]
+
+
+def test_comms_opened_from_threads_while_the_frontend_talks(shared_kernel: Kernel) -> None:
+    # Threads open and close comms (writing the registry) while the main
+    # thread dispatches comm messages (reading it), until all have arrived.
+    # (Each comm opened and closed is two IOPub messages: the pause keeps
+    # their number within what the test client reads quickly.)
+    messages = 200
+    execution = shared_kernel.execute(
+        "import comm, threading, time\n"
+        "received = []\n"
+        "def churn():\n"
+        "    deadline = time.monotonic() + 120\n"
+        f"    while len(received) < {messages} and time.monotonic() < deadline:\n"
+        "        comm.create_comm(target_name='churn').close()\n"
+        "        time.sleep(0.001)\n"
+        "churners = [threading.Thread(target=churn) for _ in range(4)]\n"
+        "for t in churners: t.start()\n"
+        "steady = comm.create_comm(target_name='steady')\n"
+        "steady.on_msg(received.append)\n"
+        "steady.comm_id"
+    )
+    comm_id = execution.of_type("execute_result")[0]["content"]["data"]["text/plain"].strip("'")
+    for i in range(messages):
+        send_to_kernel(shared_kernel, "comm_msg", {"comm_id": comm_id, "data": {"i": i}})
+    result = shared_kernel.execute(
+        "for t in churners: t.join()\nprint(len(received))", timeout=180
+    )
+    assert result.stream() == f"{messages}\n"

@@ -3,7 +3,9 @@ needs no GIL, parented to the cell that started it."""
 
 from __future__ import annotations
 
-from conftest import Kernel
+import time
+
+from conftest import Kernel, Message
 
 # Holds the main GIL for about a second in one C call (sum over a range runs
 # without ever reaching the eval loop, where the GIL would be handed over).
@@ -57,3 +59,49 @@ view.start()
     assert late, "no update arrived while the second cell ran"
     assert {m["parent_header"]["msg_id"] for m in late} == {first}
     kernel.execute("pool.close()")
+
+
+def updates_of(messages: list[Message], parent: str) -> int:
+    return sum(
+        1 for m in messages
+        if m["msg_type"] == "update_display_data" and m["parent_header"].get("msg_id") == parent
+    )
+
+
+def wait_for_updates(kernel: Kernel, parent: str, count: int) -> None:
+    deadline = time.monotonic() + 60
+    seen = 0
+    while seen < count:
+        msg = kernel.client.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
+        seen += updates_of([msg], parent)
+
+
+def test_a_watch_updates_after_its_cell_until_replaced_or_stopped(kernel: Kernel) -> None:
+    first = kernel.send("%parallel_status --watch 120")
+    assert kernel.collect(first, timeout=60).status == "ok"
+    # The table keeps updating in place while the kernel is idle.
+    wait_for_updates(kernel, first, 2)
+
+    # A new watch replaces the first one: only the new one updates.
+    second = kernel.send("%parallel_status --watch 120")
+    assert kernel.collect(second, timeout=60).status == "ok"
+    window = kernel.execute("import time; time.sleep(1)")  # an observation window
+    assert updates_of(window.others, first) == 0
+    assert updates_of(window.others, second) >= 1
+
+    stopped = kernel.execute("%parallel_status --stop")
+    assert stopped.status == "ok"
+    window = kernel.execute("import time; time.sleep(1)")
+    assert updates_of(window.others, second) == 0
+
+
+def test_shutdown_with_a_watch_running_is_clean(kernel: Kernel) -> None:
+    watch = kernel.send("%parallel_status --watch 120")
+    assert kernel.collect(watch, timeout=60).status == "ok"
+    wait_for_updates(kernel, watch, 1)
+    provisioner = kernel.manager.provisioner
+    assert provisioner is not None
+    process = provisioner.process  # type: ignore[attr-defined]
+    kernel.client.stop_channels()
+    kernel.manager.shutdown_kernel(now=False)
+    assert process.returncode == 0

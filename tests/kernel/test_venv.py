@@ -1,5 +1,6 @@
 """A kernel installed in a virtual environment's bin/ (as pip installs it)
-sees that environment's packages, like the environment's python3 does."""
+sees that environment's packages, like the environment's python3 does, and
+its sys.executable is that python3 (so subprocesses see them too)."""
 
 from __future__ import annotations
 
@@ -45,12 +46,16 @@ def test_a_kernel_in_a_venv_imports_the_venvs_packages(tmp_path: Path) -> None:
     try:
         client.wait_for_ready(timeout=60)
         reply = client.execute_interactive(
-            "import sys, only_in_the_venv\nprint(sys.prefix, only_in_the_venv.WHERE)",
-            timeout=30, output_hook=outputs.append,
+            "import subprocess, sys, only_in_the_venv\n"
+            "print(sys.prefix, only_in_the_venv.WHERE)\n"
+            "print(sys.executable)\n"
+            "subprocess.run([sys.executable, '-c',"
+            " 'import only_in_the_venv; print(only_in_the_venv.WHERE)'], check=True)",
+            timeout=60, output_hook=outputs.append,
         )
-        assert reply["content"]["status"] == "ok"
+        assert reply["content"]["status"] == "ok", reply["content"]
         text = "".join(m["content"]["text"] for m in outputs if m["msg_type"] == "stream")
-        assert text == f"{venv} venv\n"
+        assert text.startswith(f"{venv} venv\n{venv / 'bin' / 'python3'}\n"), text
     finally:
         client.stop_channels()
         manager.shutdown_kernel(now=False)

@@ -16,7 +16,7 @@ CELLS = [
     "%parallel_map --profile work range(200)",
     "%parallel_profile",
     "from interp_rpc.notebook import current_pool\npool = current_pool()\n"
-    "with pool.profile() as prof:\n    pool.map('builtins.abs', range(-100, 100))\nprof",
+    "with pool.profile() as prof:\n    list(pool.map('builtins.abs', range(-100, 100)))\nprof",
 ]
 
 

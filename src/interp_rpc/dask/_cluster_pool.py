@@ -6,7 +6,6 @@ import atexit
 import concurrent.futures
 import contextlib
 import itertools
-import math
 import os
 import threading
 import time
@@ -29,7 +28,8 @@ from interp_rpc._errors import (
     WorkerInitFailure,
 )
 from interp_rpc._exit_policy import EXIT_TIMEOUT
-from interp_rpc._pool import CallRecord, PoolStats, WorkerStatus
+from interp_rpc._records import CallRecord, PoolStats, WorkerStatus
+from interp_rpc._validation import check_timeout
 from interp_rpc.dask import _chunking, _error_mapping, _request
 from interp_rpc.dask._placement import ClusterWorker, Placement, Process
 
@@ -45,15 +45,6 @@ ANSWER_TIMEOUT = 10.0
 
 #: The most call records kept (as the local engine keeps).
 RECORDS_KEPT = 16384
-
-
-def _check_timeout(name: str, value: float | None) -> None:
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{name} must be a number of seconds or None, not {type(value).__name__}")
-    if math.isnan(value) or value < 0:
-        raise ValueError(f"{name} must be a non-negative number of seconds, not {value!r}")
 
 
 def _check_count(name: str, value: int | None, minimum: int) -> None:
@@ -109,10 +100,13 @@ class _JobFuture(Future[Any]):
     def cancel(self) -> bool:
         if self.done():
             return False
-        task = self._job.task
+        # Detached first: dask settles a task it cancels through the same
+        # callback as a finished one, which must not win the race.
+        task, self._job.task = self._job.task, None
+        cancelled = self._job.settle(error=CancelledError())
         if task is not None:
             task.cancel(reason="interp-rpc-cancel")
-        return self._job.settle(error=CancelledError())
+        return cancelled
 
 
 _open_pools: weakref.WeakSet[ClusterPool] = weakref.WeakSet()
@@ -161,7 +155,7 @@ class ClusterPool(Executor):
         _check_count("workers_per_process", workers_per_process, 1)
         _check_count("retries", retries, 0)
         _check_count("processes", processes, 1)
-        _check_timeout("init_timeout", init_timeout)
+        check_timeout("init_timeout", init_timeout)
         if init is not None and not isinstance(init, str):
             raise TypeError(f"init must be source code (a str) or None, not {type(init).__name__}")
         if init is not None:
@@ -275,7 +269,7 @@ class ClusterPool(Executor):
         With ``timeout``, raise CallTimeoutError when it has not returned in
         time; the call itself goes on running in its subinterpreter.
         """
-        _check_timeout("timeout", timeout)
+        check_timeout("timeout", timeout)
         job = self._run(_request.encode(target, args, kwargs), item_offset=0)
         try:
             return job.future.result(timeout)
@@ -301,7 +295,7 @@ class ClusterPool(Executor):
         """
         if not iterables:
             raise TypeError("map() needs at least one iterable")
-        _check_timeout("timeout", timeout)
+        check_timeout("timeout", timeout)
         _check_count("chunksize", chunksize, 1)
         _check_count("buffersize", buffersize, 1)
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -513,7 +507,7 @@ class ClusterPool(Executor):
         after ``timeout`` seconds (None: no limit), close() warns with a
         RuntimeWarning naming each call still running, and returns.
         """
-        _check_timeout("timeout", timeout)
+        check_timeout("timeout", timeout)
         with self._lock:
             if self._closed:
                 return

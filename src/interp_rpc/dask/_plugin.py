@@ -118,8 +118,9 @@ class PoolPlugin(WorkerPlugin):
             if mode == "call":
                 return "ok", pool.call(target, *args, **kwargs)
             (items,) = args
-            return "ok", pool.map(target, *(zip(*items, strict=True) if mode == "starchunk"
-                                            else (items,)), chunksize=len(items))
+            return "ok", list(pool.map(target, *(zip(*items, strict=True)
+                                                 if mode == "starchunk" else (items,)),
+                                       chunksize=len(items)))
         except InterpRpcError as exc:
             return "error", _error_mapping.describe(exc)
         except Exception as exc:

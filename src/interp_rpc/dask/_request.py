@@ -15,8 +15,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
-from interp_rpc import _targets, _wire
-from interp_rpc._errors import ShareabilityError
+from interp_rpc import _replies, _targets, _wire
 
 
 @dataclass(frozen=True)
@@ -36,23 +35,6 @@ def encode(target: object, args: tuple[Any, ...], kwargs: dict[str, Any], mode: 
     try:
         data, buffers = _wire.encode_request(spec, mode, args, kwargs)
     except Exception:
-        raise _argument_error(target, args, kwargs, mode, item_index) from None
+        raise _replies.argument_error(target, args, kwargs, mode, item_index) from None
     return Request(name, data, list(buffers))
 
-
-def _argument_error(target: object, args: tuple[Any, ...], kwargs: dict[str, Any], mode: str,
-                    item_index: int) -> ShareabilityError:
-    """The value that made pickling fail, named as the local pool names it."""
-    calls: list[tuple[int | None, tuple[Any, ...], dict[str, Any]]]
-    calls = [(None, args, kwargs)] if mode == "call" else [
-        (item_index + offset, tuple(item) if mode == "starchunk" else (item,), {})
-        for offset, item in enumerate(args[0])]
-    for item, item_args, item_kwargs in calls:
-        labels = _targets.argument_labels(target, item_args, item_kwargs)
-        for position, (label, value) in enumerate(labels):
-            culprit = _wire.find_culprit(value, label)
-            if culprit is not None:
-                root = ("arguments", [name for name, _ in labels], position)
-                return ShareabilityError(culprit.path, culprit.value_type, culprit.reason,
-                                         item_index=item, tree=[root, *culprit.levels])
-    return ShareabilityError("the arguments", "tuple", "pickling the request failed")

@@ -9,16 +9,19 @@ The view itself is rendered by the engine from a status snapshot
   display machinery. While the notebook's main thread waits on the pool it
   has released the GIL, so that thread runs freely.
 
-Progress also drives an ipywidgets bar when the frontend can show widgets.
+Progress also drives an ipywidgets bar when the frontend can show widgets;
+the HTML then leaves its own bar out, so there is one. When a map ends its
+display becomes a one-line summary, and the widget is closed. Terminal
+IPython, which cannot update a display in place, gets the final table once.
 """
 
 from __future__ import annotations
 
 import contextvars
+import html
 import os
 import threading
 import uuid
-from collections.abc import Callable
 from time import monotonic_ns
 from typing import Any
 
@@ -27,11 +30,33 @@ from interp_rpc._pool import InterpreterPool
 #: How often the live view is refreshed (at least twice a second).
 REFRESH_SECONDS = 0.25
 
+# Debian's JupyterLab widgets extension ships without its stylesheet, which
+# leaves a progress bar 0 px tall: the kernel styles its bars itself, once.
 _WIDGET_STYLE = (
     "<style>.interp-rpc-widget-progress .progress{height:14px;flex-grow:1;"
-    "background:#eaeef2;border-radius:4px;overflow:hidden}"
-    ".interp-rpc-widget-progress .progress-bar{height:100%;background:#2da44e}</style>"
+    "background:var(--jp-layout-color3,#d0d7de);border-radius:4px;overflow:hidden}"
+    ".interp-rpc-widget-progress .progress-bar{height:100%;"
+    "background:var(--jp-success-color1,#1a7f37)}</style>"
 )
+_widget_style_shown = False
+
+
+def _in_terminal() -> bool:
+    """Terminal IPython (no kernel): displays cannot be updated in place."""
+    from IPython.core.getipython import get_ipython
+
+    shell = get_ipython()
+    return shell is not None and getattr(shell, "kernel", None) is None
+
+
+def summary(target: str, done: int, total: int, seconds: float, workers: int) -> dict[str, str]:
+    """The final frame of a map: one line."""
+    rate = f", {done / seconds:.1f} items/s" if seconds > 0 and done else ""
+    text = (f"{target}: {done} of {total} items in {seconds:.2f} s on {workers} "
+            f"worker{'s' if workers != 1 else ''}{rate}")
+    return {"text/plain": text,
+            "text/html": '<div class="interp-rpc-summary" style="color:'
+                         f'var(--jp-content-font-color1,#1f2328)">{html.escape(text)}</div>'}
 
 
 def _kernel_publisher() -> Any | None:
@@ -65,7 +90,10 @@ class LiveView:
 
     def __init__(self, pool: InterpreterPool, *, target: str = "", total: int = 0,
                  stuck_after: float = 10.0, refresh: float = REFRESH_SECONDS,
-                 duration: float | None = None) -> None:
+                 duration: float | None = None, since: tuple[int, int] | None = None) -> None:
+        """``since``: (call-log position, first call id) of the map shown, so
+        that progress counts its items only, never those of another call
+        that finishes meanwhile (a timed-out map's chunk, another thread's)."""
         self._pool = pool
         self._target = target
         self._total = total
@@ -73,6 +101,7 @@ class LiveView:
         self._refresh = refresh
         self._duration = duration
         self._display_id = f"interp-rpc-{uuid.uuid4().hex}"
+        self._since = since
         self._items_at_start = int(pool._engine.totals()["items"])
         self._started_ns = monotonic_ns()
         self._stop = threading.Event()
@@ -80,27 +109,52 @@ class LiveView:
         self._kernel_view: Any | None = None
         self._bar: Any | None = None
         self._started = False
+        self._terminal = False
+        self._last_frame: dict[str, str] | None = None
         self.updates = 0
 
     def render(self) -> dict[str, str]:
-        html, text = self._pool._engine.render_live(
-            self._target, self._total, self._items_at_start, self._started_ns, self._stuck_after)
-        return {"text/html": html, "text/plain": text}
+        # With a widget bar, the HTML leaves its own bar out.
+        total = 0 if self._bar is not None else self._total
+        # The engine counts done items as the pool's total minus a baseline:
+        # a baseline that leaves out every other call's items.
+        baseline = (self._items_at_start if self._since is None
+                    else int(self._pool._engine.totals()["items"]) - self.done())
+        html_text, text = self._pool._engine.render_live(
+            self._target, total, baseline, self._started_ns, self._stuck_after)
+        return {"text/html": html_text, "text/plain": text}
+
+    def done(self) -> int:
+        """Items of this map done so far."""
+        if self._since is None:
+            done = int(self._pool._engine.totals()["items"]) - self._items_at_start
+        else:
+            after, first_id = self._since
+            done = sum(r.item_count for r in self._pool.call_records(after)
+                       if r.id >= first_id and r.outcome == "replied"
+                       and r.item_index is not None)
+        return min(self._total, done)
 
     def start(self) -> None:
         from IPython.display import display
 
+        global _widget_style_shown
         self._started = True
+        self._terminal = _in_terminal()
+        if self._terminal:
+            return  # the table is printed once, by stop()
         if self._total and widgets_supported():
             import ipywidgets
 
-            self._bar = ipywidgets.IntProgress(value=0, min=0, max=self._total)
+            self._bar = ipywidgets.IntProgress(value=0, min=0, max=self._total,
+                                               description=f"0/{self._total}")
             self._bar.add_class("interp-rpc-widget-progress")
-            # Debian's JupyterLab widgets extension ships without its
-            # stylesheet, which leaves the bar 0 px tall: style it ourselves.
-            display({"text/html": _WIDGET_STYLE}, raw=True)
+            if not _widget_style_shown:
+                display({"text/html": _WIDGET_STYLE}, raw=True)
+                _widget_style_shown = True
             display(self._bar)
-        display(self.render(), raw=True, display_id=self._display_id)
+        self._last_frame = self.render()
+        display(self._last_frame, raw=True, display_id=self._display_id)
         kernel = _kernel_publisher()
         if kernel is not None and self._bar is None:
             self._kernel_view = kernel.start_live_view(
@@ -122,17 +176,24 @@ class LiveView:
             if deadline is not None and monotonic_ns() >= deadline:
                 return
 
-    def _publish(self) -> None:
+    def _publish(self, frame: dict[str, str] | None = None) -> None:
+        """Update the display, unless the frame is the one already shown."""
         from IPython.display import update_display
 
-        update_display(self.render(), raw=True, display_id=self._display_id)
+        frame = frame or self.render()
         if self._bar is not None:
-            done = int(self._pool._engine.totals()["items"]) - self._items_at_start
-            self._bar.value = min(done, self._total)
+            done = self.done()
+            self._bar.value = done
+            self._bar.description = f"{done}/{self._total}"
+        if frame == self._last_frame:
+            return
+        update_display(frame, raw=True, display_id=self._display_id)
+        self._last_frame = frame
         self.updates += 1
 
     def stop(self) -> None:
-        """Stop refreshing, and show the final state (nothing if never started)."""
+        """Stop refreshing, and show the final state (nothing if never started):
+        for a map, a one-line summary; for the status, the table."""
         if not self._started:
             return
         self._stop.set()
@@ -140,12 +201,42 @@ class LiveView:
             self._thread.join()
         if self._kernel_view is not None:
             self.updates += int(self._kernel_view.stop())
-        self._publish()
+        final = self.render()
+        if self._total:
+            seconds = (monotonic_ns() - self._started_ns) / 1e9
+            final = summary(self._target, self.done(), self._total, seconds,
+                            self._pool.workers)
+        if self._terminal:
+            from IPython.display import display
+
+            display(final, raw=True)
+            return
+        if self._bar is not None:
+            self._bar.close()
+        self._publish(final)
 
 
-def watch(pool: InterpreterPool, *, seconds: float, stuck_after: float) -> Callable[[], None]:
+#: The view that ``%parallel_status --watch`` keeps updating, kept alive here:
+#: in the interp-rpc kernel, dropping it would stop the kernel's C++ view.
+_watched: LiveView | None = None
+
+
+def watch(pool: InterpreterPool, *, seconds: float, stuck_after: float) -> None:
     """Show the status table and keep it updated in the background for
-    ``seconds`` (the cell does not block). Returns a function that stops it."""
+    ``seconds`` (the cell does not block), replacing any earlier watch."""
+    global _watched
+    stop_watch()
     view = LiveView(pool, stuck_after=stuck_after, duration=seconds)
     view.start()
-    return view.stop
+    _watched = view
+
+
+def stop_watch() -> bool:
+    """Stop the watched view, if any (it shows its final state); returns
+    whether one was running."""
+    global _watched
+    view, _watched = _watched, None
+    if view is None:
+        return False
+    view.stop()
+    return True

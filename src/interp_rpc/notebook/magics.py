@@ -1,44 +1,77 @@
 """The %parallel magics.
 
     %parallel_pool [-n N] [--init CODE] [--init-timeout S] [--stuck-after S]
-    %%parallel [--timeout S]
-    %parallel_map TARGET ITEMS [--timeout S] [--chunksize K] [-o NAME] [--profile]
-    %parallel_status [--watch S]
+    %%parallel [--timeout S] [--targets I,J]        (or %parallel [...] STATEMENT)
+    %parallel_map [--timeout S] [--chunksize K] [-o NAME] [--profile] TARGET ITEMS
+    %parallel_status [--watch S | --stop]
     %parallel_profile [--functions] [--export PATH] [-o NAME]
 
-Each takes --help. The notebook has one pool, created on first use with one
-worker per CPU (or by %parallel_pool); ``current_pool()`` returns it.
+Options come first, as with %timeit; what follows them is Python, taken
+verbatim (see options.py). Each magic answers --help (and ``%magic?``). The
+notebook has one pool, created on first use with one worker per CPU this
+process may use (or by %parallel_pool); ``current_pool()`` returns it.
 """
 
 from __future__ import annotations
 
+import keyword
+import linecache
 import os
+import re
 import sys
+import time
+from collections.abc import Callable
 from typing import Any
 
+from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
-from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic import (
+    Magics,
+    line_cell_magic,
+    line_magic,
+    magics_class,
+    no_var_expand,
+)
+from IPython.core.magic_arguments import argument, kwds, magic_arguments
 from IPython.display import display
 
-from interp_rpc import _targets
+from interp_rpc import _render, _replies, _targets
 from interp_rpc._errors import (
+    MISSING,
     CallTimeoutError,
     InterpRpcError,
+    ParallelCellError,
+    PoolInitError,
     RemoteError,
-    ShareabilityError,
-    TargetResolutionError,
+    WorkerDiedError,
 )
 from interp_rpc._pool import InterpreterPool
 from interp_rpc._profile import Profile
-from interp_rpc.notebook import live, profile, render
+from interp_rpc.notebook import live, options, profile
 
 _RUN_CELL = "_interp_rpc_worker.run_cell"  # defined by _worker.py in every worker
-_ERRORS_WITH_DISPLAYS = (RemoteError, ShareabilityError, CallTimeoutError)
+
+# A word that looks like an option, left after ITEMS: a hint when ITEMS fails.
+_TRAILING_OPTION = re.compile(r"\s--?[A-Za-z]")
+
+__all__ = ["ParallelMagics", "current_pool", "load_ipython_extension",
+           "unload_ipython_extension"]
 
 
-class ParallelCellError(InterpRpcError):
-    """%%parallel failed in one or more workers (each one's error is shown above)."""
+def default_workers() -> int:
+    """One worker per CPU this process may run on (its affinity, not the machine's count)."""
+    return os.process_cpu_count() or 2
+
+
+def _worker_list(text: str) -> list[int]:
+    """--targets "0,2": worker indices (validated against the pool later)."""
+    try:
+        indices = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise UsageError(f"--targets must be worker numbers such as 0,2, not {text!r}") from None
+    if not indices:
+        raise UsageError("--targets names no worker")
+    return sorted(set(indices))
 
 
 @magics_class
@@ -46,11 +79,9 @@ class ParallelMagics(Magics):
     def __init__(self, shell: InteractiveShell) -> None:
         super().__init__(shell)
         self._pool: InterpreterPool | None = None
-        self._options: dict[str, Any] = {"workers": os.cpu_count() or 2, "init": None,
+        self._options: dict[str, Any] = {"workers": default_workers(), "init": None,
                                          "init_timeout": 30.0}
         self.stuck_after = 10.0
-        # The last run: log position before it, and its first and last call ids.
-        self._last_run: tuple[int, int, int] | None = None
         self.last_profile: Profile | None = None  # of the last %parallel_map or %%parallel
 
     # ------------------------------------------------------------------ pool
@@ -60,6 +91,7 @@ class ParallelMagics(Magics):
         """The notebook's pool, created on first use."""
         if self._pool is None or self._pool.closed:
             self._pool = InterpreterPool(**self._options)
+            self.last_profile = None
         return self._pool
 
     def close(self) -> None:
@@ -67,115 +99,277 @@ class ParallelMagics(Magics):
             self._pool.close(wait=False, timeout=1.0)
             self._pool = None
 
+    @options.plain_help
     @magic_arguments()
+    @kwds(usage="%(prog)s [-n N] [--init CODE] [--init-timeout S] [--stuck-after S]")
     @argument("-n", "--workers", type=int, help="number of workers (default: one per CPU)")
-    @argument("--init", help="source code every worker runs before serving calls")
+    @argument("--init", help="source code every worker runs before serving calls; quote it: "
+                             '--init "import mymodule; mymodule.setup()"')
     @argument("--init-timeout", type=float, help="seconds to wait for init (default 30)")
     @argument("--stuck-after", type=float,
               help="seconds after which a busy worker shows as stuck (default 10)")
     @line_magic
-    def parallel_pool(self, line: str) -> InterpreterPool:
-        """Create or replace the notebook's pool; with no arguments, show it."""
-        args = parse_argstring(self.parallel_pool, line)
-        if args.stuck_after is not None:
-            if args.stuck_after <= 0:
-                raise ValueError("--stuck-after must be a positive number of seconds")
-            self.stuck_after = args.stuck_after
+    def parallel_pool(self, line: str) -> InterpreterPool | None:
+        """Create or replace the notebook's pool; with no options, show it.
+
+        A new pool replaces the current one only once it has started: if it
+        fails (a bad --init, say), the current pool and its options stay.
+        """
+        args, rest = options.parse(self.parallel_pool, line)
+        if args is None:
+            return None
+        if rest:
+            raise UsageError(f"%parallel_pool takes only options, not {rest!r}")
+        if args.workers is not None and args.workers < 1:
+            raise UsageError(f"-n/--workers must be at least 1, not {args.workers}")
+        options.positive("--init-timeout", args.init_timeout)
+        options.positive("--stuck-after", args.stuck_after)
+        if args.init is not None:
+            try:
+                compile(args.init, "<init>", "exec")
+            except SyntaxError as exc:
+                raise UsageError(f"--init is not valid Python: {exc.msg} in {args.init!r}") \
+                    from None
         changes = {k: v for k, v in (("workers", args.workers), ("init", args.init),
                                      ("init_timeout", args.init_timeout)) if v is not None}
-        if changes:
-            self.close()
-            self._options.update(changes)
+        if changes or self._pool is None or self._pool.closed:
+            self._replace_pool({**self._options, **changes})
+        if args.stuck_after is not None:
+            self.stuck_after = args.stuck_after
         pool = self.pool
-        view = live.LiveView(pool, stuck_after=self.stuck_after)
-        display(view.render(), raw=True)
+        display(live.LiveView(pool, stuck_after=self.stuck_after).render(), raw=True)
         return pool
+
+    def _replace_pool(self, new_options: dict[str, Any]) -> None:
+        try:
+            new = InterpreterPool(**new_options)
+        except PoolInitError:
+            if self._pool is not None and not self._pool.closed:
+                print(f"The new pool did not start; the current one ({self._pool.workers} "
+                      "workers) is still in use.", file=sys.stderr)
+            raise
+        old, self._pool = self._pool, new
+        self._options = new_options
+        self.last_profile = None
+        if old is not None:
+            old.close(wait=False, timeout=1.0)
 
     # ------------------------------------------------------------- %%parallel
 
+    @no_var_expand
+    @options.plain_help
     @magic_arguments()
+    @kwds(usage="%%%(prog)s [--timeout S] [--targets I,J]\n       "
+                "%%%(prog)s [--timeout S] [--targets I,J] STATEMENT")
     @argument("--timeout", type=float, help="seconds to wait for every worker")
-    @cell_magic
-    def parallel(self, line: str, cell: str) -> None:
-        """Run this cell in every worker's __main__ (imports, definitions).
+    @argument("--targets", help="only these workers, e.g. 0,2 (default: all)")
+    @line_cell_magic
+    def parallel(self, line: str, cell: str | None = None) -> None:
+        """Run this cell (or one statement) in every worker's __main__.
 
-        Names it defines become targets: %parallel_map f items, pool.call("f", x).
-        Output is shown per worker."""
-        args = parse_argstring(self.parallel, line)
+        Imports and definitions made there are every worker's: names it
+        defines become targets of %parallel_map and pool.call("name", ...),
+        and redefining one takes effect at once. Output and errors are shown
+        once per distinct text, headed by the workers that produced it."""
+        args, rest = options.parse(self.parallel, line)
+        if args is None:
+            return
+        if cell is None:
+            if not rest:
+                raise UsageError("%parallel needs a statement (or use %%parallel for a cell)")
+            cell = rest
+        elif rest:
+            raise UsageError(f"%%parallel takes only options on its first line, not {rest!r}")
+        options.positive("--timeout", args.timeout)
+        assert self.shell is not None
         pool = self.pool
-        first = self._run_starts()
+        targets = (_worker_list(args.targets) if args.targets is not None
+                   else list(range(pool.workers)))
+        if targets[-1] >= pool.workers:
+            raise UsageError(f"--targets names worker {targets[-1]}, but the pool has workers "
+                             f"0-{pool.workers - 1}")
+        # IPython syntax becomes Python, and a syntax error shows once, here.
+        source = self.shell.transform_cell(cell)
+        filename = f"<parallel cell In[{self.shell.execution_count}]>"
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        compile(source, filename, "exec")
         with pool.profile() as self.last_profile:
-            outcomes = pool._on_every_worker(_RUN_CELL, (cell,), timeout=args.timeout)
-        self._remember_run(first)
-        failed = []
-        for index, outcome in enumerate(outcomes):
-            if isinstance(outcome, BaseException):
-                failed.append(index)
-                print(f"[worker {index}] {type(outcome).__name__}: {outcome}", file=sys.stderr)
+            outcomes = self._run_everywhere(pool, targets, (source, filename), args.timeout)
+        _show_outputs({i: o["stdout"] for i, o in outcomes.items() if isinstance(o, dict)},
+                      sys.stdout)
+        _show_outputs({i: o["stderr"] for i, o in outcomes.items() if isinstance(o, dict)},
+                      sys.stderr)
+        errors: dict[int, Exception] = {}
+        for index, outcome in outcomes.items():
+            if isinstance(outcome, Exception):
+                errors[index] = outcome
+            elif outcome["error"] is not None:
+                errors[index] = _cell_error(outcome["error"], index)
+        if errors:
+            raise ParallelCellError(errors, workers=len(targets))
+
+    def _run_everywhere(self, pool: InterpreterPool, targets: list[int],
+                        run_args: tuple[str, str], timeout: float | None
+                        ) -> dict[int, dict[str, Any] | Exception]:
+        """run_cell in each target worker: its outcome, or the error it stands for.
+        On Ctrl-C, shows what the finished workers printed and names the busy ones."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        handles: dict[int, Any] = {}
+        outcomes: dict[int, dict[str, Any] | Exception] = {}
+        for index in targets:
+            try:
+                handles[index] = pool._dispatch(_RUN_CELL, run_args, {}, worker=index)
+            except InterpRpcError:
+                outcomes[index] = WorkerDiedError("%%parallel", f"worker {index} is dead")
+        try:
+            for index, handle in handles.items():
+                remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+                if not handle.wait(remaining):
+                    busy, seconds = pool._busy_worker(handle.id)
+                    assert timeout is not None
+                    outcomes[index] = CallTimeoutError("%%parallel", timeout, worker=busy,
+                                                       running_seconds=seconds)
+                    continue
+                outcomes[index] = self._settle(pool, handle)
+        except KeyboardInterrupt:
+            self._report_interrupted_cell(pool, handles, outcomes)
+            raise
+        return dict(sorted(outcomes.items()))
+
+    @staticmethod
+    def _settle(pool: InterpreterPool, handle: Any) -> dict[str, Any] | Exception:
+        handle.claim()
+        handle.release()
+        try:
+            outcome: dict[str, Any] = _replies.reply_value(
+                handle.status, handle.reply_kind, handle.reply, handle.worker, _RUN_CELL, (), {})
+        except InterpRpcError as exc:
+            return exc
+        return outcome
+
+    def _report_interrupted_cell(self, pool: InterpreterPool, handles: dict[int, Any],
+                                 outcomes: dict[int, dict[str, Any] | Exception]) -> None:
+        busy = []
+        for index, handle in handles.items():
+            if index in outcomes:
                 continue
-            if outcome["stdout"]:
-                print(f"[worker {index}]\n{outcome['stdout']}", end="")
-            if outcome["stderr"]:
-                print(f"[worker {index}]\n{outcome['stderr']}", end="", file=sys.stderr)
-            if outcome["error"] is not None:
-                failed.append(index)
-                error = RemoteError(
-                    remote_type_name=outcome["error"]["type_name"],
-                    remote_module=outcome["error"]["module"],
-                    remote_message=outcome["error"]["message"],
-                    remote_traceback=outcome["error"]["traceback"],
-                    remote_qualname=outcome["error"]["qualname"], target="%%parallel",
-                    worker=index)
-                print("\n".join(render.remote_error_lines(error)), file=sys.stderr)
-        if failed:
-            raise ParallelCellError(
-                f"the cell failed in worker(s) {', '.join(map(str, failed))} of {len(outcomes)}; "
-                "see each worker's error above")
+            if handle.wait(0):
+                outcomes[index] = self._settle(pool, handle)
+            else:
+                pool._engine.cancel(handle)
+                busy.append(index)
+        finished = {i: o for i, o in outcomes.items() if isinstance(o, dict)}
+        _show_outputs({i: o["stdout"] for i, o in finished.items()}, sys.stdout)
+        _show_outputs({i: o["stderr"] for i, o in finished.items()}, sys.stderr)
+        if busy:
+            shown = (f"; what {_render.worker_ranges(finished)}, which finished, printed is above"
+                     if finished else "")
+            print(f"Interrupted: {_render.worker_ranges(busy)} still running the cell (it "
+                  f"cannot be stopped there and will finish on its own){shown}.",
+                  file=sys.stderr)
 
     # --------------------------------------------------------- %parallel_map
 
+    @no_var_expand
+    @options.plain_help
     @magic_arguments()
-    @argument("target", help="a function in the notebook, or a dotted path / name the workers "
-                             "can resolve")
-    @argument("items", nargs="+", help="an expression giving the items")
+    @kwds(usage="%(prog)s [--timeout S] [--chunksize K] [-o NAME] [--profile] TARGET ITEMS",
+          epilog="TARGET: a function of the notebook, a name defined in the workers "
+                 "(%%parallel), or a dotted path they can import. ITEMS: any Python "
+                 "expression, taken verbatim, that gives the items.")
     @argument("--timeout", type=float, help="deadline in seconds for the whole map")
     @argument("--chunksize", type=int, help="items per request (default: adaptive)")
-    @argument("-o", "--out", help="store the results in this variable instead of returning them")
+    @argument("-o", "--out", metavar="NAME",
+              help="store the results in this variable instead of returning them")
     @argument("--profile", action="store_true",
               help="profile the functions the workers run (cProfile in each, merged), and "
                    "show the top functions; %%parallel_profile shows the run again")
     @line_magic
     def parallel_map(self, line: str) -> list[Any] | None:
-        """Call TARGET on every item in parallel, with live progress and status."""
-        args = parse_argstring(self.parallel_map, line)
+        """Call TARGET on every item of ITEMS in parallel, with live progress and status."""
+        args, rest = options.parse(self.parallel_map, line)
+        if args is None:
+            return None
+        options.positive("--timeout", args.timeout)
+        if args.chunksize is not None and args.chunksize < 1:
+            raise UsageError(f"--chunksize must be at least 1, not {args.chunksize}")
+        if args.out is not None and (not args.out.isidentifier() or keyword.iskeyword(args.out)):
+            raise UsageError(f"-o NAME must be a Python identifier, not {args.out!r}")
+        name, source = options.first_word(rest)
+        if not name:
+            raise UsageError("TARGET and ITEMS are missing: %parallel_map TARGET ITEMS")
+        if not all(part.isidentifier() for part in name.split(".")):
+            raise UsageError(f"TARGET must be a name or dotted path, not {name!r}")
+        if not source:
+            raise UsageError(f"ITEMS is missing after TARGET {name!r}")
         assert self.shell is not None
-        user_ns = self.shell.user_ns
-        target: object = user_ns.get(args.target, args.target)
-        if not callable(target) and not isinstance(target, str):
-            raise TargetResolutionError(f"{args.target!r} is a {type(target).__name__}, not a "
-                                        "function", target=args.target)
-        items = list(eval(" ".join(args.items), user_ns))
-        name = _targets.describe(target)
+        target = self._target(name)
+        items = self._items(source)
         pool = self.pool
         first = self._run_starts()
-        view = live.LiveView(pool, target=name, total=len(items), stuck_after=self.stuck_after)
+        view = live.LiveView(pool, target=_targets.describe(target), total=len(items),
+                             stuck_after=self.stuck_after, since=first)
         try:
             with pool.profile(functions=args.profile) as self.last_profile:
                 results = pool._map(target, (items,), timeout=args.timeout,
                                     chunksize=args.chunksize, on_dispatched=view.start)
         except KeyboardInterrupt:
-            self._remember_run(first)
             self._report_interrupted(pool, first, len(items))
+            raise
+        except RemoteError as failure:
+            if args.out and failure.partial_results is not None:
+                self.shell.user_ns[args.out] = failure.partial_results
+                done = sum(r is not MISSING for r in failure.partial_results)
+                print(f"{args.out}: the {done} results before the failed item are stored; "
+                      "the other items hold interp_rpc.MISSING.", file=sys.stderr)
             raise
         finally:
             view.stop()
-            self._remember_run(first)
         if args.profile:
             profile.show(self.last_profile, functions=True)
         if args.out:
-            user_ns[args.out] = results
+            self.shell.user_ns[args.out] = results
             return None
         return results
+
+    def _target(self, name: str) -> Callable[..., Any] | str:
+        """A function of the notebook by that name, else the name itself for
+        the workers to resolve (their __main__ first, then as an import)."""
+        assert self.shell is not None
+        if "." in name or name not in self.shell.user_ns:
+            return name
+        value = self.shell.user_ns[name]
+        if isinstance(value, type(sys)):
+            return name  # a module imported here: the workers import it too
+        if not callable(value):
+            raise UsageError(f"TARGET {name!r} is a {type(value).__name__} in this notebook, "
+                             "not a function")
+        return value  # type: ignore[no-any-return]
+
+    def _items(self, source: str) -> list[Any]:
+        """ITEMS evaluated in the notebook's namespace, as a list."""
+        assert self.shell is not None
+        hint = " (options go before TARGET)" if _TRAILING_OPTION.search(source) else ""
+        try:
+            code = compile(source, "<ITEMS>", "eval")
+        except SyntaxError as exc:
+            raise UsageError(f"ITEMS {source!r} is not a Python expression: {exc.msg}{hint}") \
+                from None
+        try:
+            value = eval(code, self.shell.user_ns)
+        except Exception as exc:
+            raise UsageError(f"ITEMS {source!r} raised {type(exc).__name__}: {exc}{hint}") \
+                from None
+        try:
+            return list(value)
+        except TypeError as exc:
+            if not hasattr(value, "__iter__"):
+                raise UsageError(f"ITEMS {source!r} is a {type(value).__name__}, which is not "
+                                 "iterable") from None
+            raise UsageError(f"iterating ITEMS {source!r} raised TypeError: {exc}") from None
+        except Exception as exc:
+            raise UsageError(f"iterating ITEMS {source!r} raised {type(exc).__name__}: "
+                             f"{exc}") from None
 
     def _report_interrupted(self, pool: InterpreterPool, first: tuple[int, int],
                             total: int) -> None:
@@ -192,19 +386,34 @@ class ParallelMagics(Magics):
 
     # ------------------------------------------------------- status, profile
 
+    @options.plain_help
     @magic_arguments()
+    @kwds(usage="%(prog)s [--watch S | --stop]")
     @argument("--watch", type=float, default=60.0,
-              help="keep the table updated for this many seconds (default 60; 0: once)")
+              help="keep the table updated for this many seconds (default 60; 0: once); "
+                   "replaces an earlier watch")
+    @argument("--stop", action="store_true", help="stop updating the table of an earlier watch")
     @line_magic
     def parallel_status(self, line: str) -> None:
         """A table of workers (idle, busy, stuck, dead) that updates in place."""
-        args = parse_argstring(self.parallel_status, line)
-        if args.watch <= 0:
+        args, rest = options.parse(self.parallel_status, line)
+        if args is None:
+            return
+        if rest:
+            raise UsageError(f"%parallel_status takes only options, not {rest!r}")
+        if args.stop:
+            live.stop_watch()
+            return
+        if args.watch < 0:
+            raise UsageError(f"--watch must be 0 or more seconds, not {args.watch:g}")
+        if args.watch == 0:
             display(live.LiveView(self.pool, stuck_after=self.stuck_after).render(), raw=True)
             return
         live.watch(self.pool, seconds=args.watch, stuck_after=self.stuck_after)
 
+    @options.plain_help
     @magic_arguments()
+    @kwds(usage="%(prog)s [--functions] [--export PATH] [-o NAME]")
     @argument("--functions", action="store_true",
               help="show the function profile (of a %%parallel_map --profile run)")
     @argument("--export", metavar="PATH",
@@ -216,7 +425,13 @@ class ParallelMagics(Magics):
         """Timeline (one lane per worker, one bar per item), utilization, queue
         wait, serialization cost and slowest items of the last %parallel_map
         or %%parallel run; its function profile with --functions."""
-        args = parse_argstring(self.parallel_profile, line)
+        args, rest = options.parse(self.parallel_profile, line)
+        if args is None:
+            return
+        if rest:
+            raise UsageError(f"%parallel_profile takes only options, not {rest!r}")
+        if args.out is not None and (not args.out.isidentifier() or keyword.iskeyword(args.out)):
+            raise UsageError(f"-o NAME must be a Python identifier, not {args.out!r}")
         last = self.last_profile
         if last is None:
             print("No parallel run to profile yet: run %parallel_map or %%parallel first.")
@@ -235,9 +450,18 @@ class ParallelMagics(Magics):
         records = self.pool.call_records()
         return (records[-1].seq if records else 0), int(self.pool._engine.last_call_id) + 1
 
-    def _remember_run(self, start: tuple[int, int]) -> None:
-        after, first = start
-        self._last_run = (after, first, int(self.pool._engine.last_call_id))
+
+def _show_outputs(texts: dict[int, str], stream: Any) -> None:
+    """Each distinct non-empty text once, headed by the workers that printed it."""
+    for workers, text in _render.group_by_worker({i: t for i, t in texts.items() if t}):
+        stream.write(f"[{_render.worker_ranges(workers)}]\n{text}")
+        if not text.endswith("\n"):
+            stream.write("\n")
+    stream.flush()
+
+
+def _cell_error(info: dict[str, str], worker: int) -> Exception:
+    return _replies.remote_error(info, target="%%parallel", worker=worker)
 
 
 def current_pool() -> InterpreterPool:
@@ -249,30 +473,13 @@ def current_pool() -> InterpreterPool:
     return magics.pool
 
 
-def _show_error(shell: InteractiveShell, etype: type[BaseException], value: BaseException,
-                tb: Any, tb_offset: int | None = None) -> list[str]:
-    """IPython custom exception handler for the pool's errors.
-
-    IPython ignores what a handler returns (run_code only calls it), so it
-    shows the traceback itself, through _showtraceback: the method kernels
-    override to publish the error message."""
-    bundle = render.bundle_for(value)
-    if bundle is not None:
-        display(bundle, raw=True)
-    lines = render.traceback_lines(value)
-    if lines is None:  # pragma: no cover - only registered for our errors
-        lines = shell.InteractiveTB.structured_traceback(etype, value, tb, tb_offset)
-    shell._showtraceback(etype, value, lines)
-    return lines
-
-
 def load_ipython_extension(shell: InteractiveShell) -> None:
+    # Errors render themselves (their _render_traceback_), so no exception
+    # handler of the shell is replaced.
     shell.register_magics(ParallelMagics(shell))
-    shell.set_custom_exc(_ERRORS_WITH_DISPLAYS, _show_error)
 
 
 def unload_ipython_extension(shell: InteractiveShell) -> None:
     magics = shell.magics_manager.registry.get("ParallelMagics")
     if isinstance(magics, ParallelMagics):
         magics.close()
-    shell.set_custom_exc((), None)

@@ -1,0 +1,196 @@
+"""map(): items sent in chunks as they are encoded, results yielded in order.
+
+The semantics are ``Executor.map``'s: the call submits the work (all of it,
+or ``buffersize`` items when that is given, so that infinite iterables work)
+and returns an iterator; ``timeout`` runs from the call and is raised from
+``__next__``; the first failing item raises there, in order; closing the
+iterator, or an error, cancels the chunks that have not started.
+
+Chunks are encoded and sent one at a time, so workers start on the first
+while the caller encodes the rest. Unless ``chunksize`` is given, chunk sizes
+grow from a few items, and adapt to the item cost measured on the chunks that
+have finished: a chunk aims at about ``_CHUNK_TARGET_NS`` of work, without
+dropping below ``_CHUNKS_PER_WORKER`` chunks per worker, so the load stays
+balanced.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import math
+import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from interp_rpc import _replies, _targets, _wire
+from interp_rpc._errors import CallTimeoutError
+from interp_rpc._validation import check_buffersize, check_chunksize, check_timeout
+
+if TYPE_CHECKING:
+    from interp_rpc._engine import _core
+    from interp_rpc._pool import InterpreterPool
+
+_CHUNKS_PER_WORKER = 8  # at least this many chunks per worker, for balance
+_FIRST_CHUNK = 4  # items in the first adaptive chunk: workers start at once
+_CHUNK_TARGET_NS = 5_000_000  # worker time an adaptive chunk aims at
+
+
+class MapRun:
+    """One map: what was submitted, in order, and the iterator over results."""
+
+    def __init__(self, pool: InterpreterPool, fn: Callable[..., Any] | str,
+                 iterables: tuple[Iterable[Any], ...], *, timeout: float | None,
+                 chunksize: int | None, buffersize: int | None,
+                 on_dispatched: Callable[[], None] | None = None) -> None:
+        check_timeout("timeout", timeout)
+        check_chunksize(chunksize)
+        check_buffersize(buffersize)
+        _targets.normalize(fn)  # an unusable target fails before anything runs
+        self._pool = pool
+        self._fn = fn
+        self._name = _targets.describe(fn)
+        self._deadline = None if timeout is None else time.monotonic() + timeout
+        self._timeout = timeout
+        self._star = len(iterables) != 1  # none: zip() of nothing, as Executor.map
+        self._mode = "starchunk" if self._star else "chunk"
+        self._chunksize = chunksize
+        self._buffersize = buffersize
+        items: Iterable[Any] = zip(*iterables, strict=False) if self._star else iterables[0]
+        if buffersize is None:
+            # Everything is submitted now, as Executor.map does; knowing the
+            # count lets chunks be balanced across workers.
+            items = list(items)
+            self._total: int | None = len(items)
+        else:
+            self._total = None
+        self._items = iter(items)
+        self._next_index = 0  # of the next item to read
+        self._exhausted = False
+        self._pending: collections.deque[tuple[int, int, _core.CallHandle]] = collections.deque()
+        self._in_flight = 0  # items in pending chunks
+        self._done = 0  # items whose results were yielded
+        self._item_ns: float | None = None  # measured worker time per item
+        self._last_size = 0
+        try:
+            self._refill()
+        except BaseException:
+            self._cancel_pending()
+            raise
+        if on_dispatched is not None and self._pending:
+            on_dispatched()
+
+    # ------------------------------------------------------------ submitting
+
+    def _balanced_size(self) -> int:
+        workers = self._pool.workers
+        if self._total is not None:
+            return max(1, math.ceil(self._total / (workers * _CHUNKS_PER_WORKER)))
+        assert self._buffersize is not None
+        return max(1, math.ceil(self._buffersize / workers))
+
+    def _next_size(self) -> int:
+        if self._chunksize is not None:
+            size = self._chunksize
+        else:
+            grown = max(_FIRST_CHUNK, self._last_size * 2)
+            size = min(grown, self._balanced_size())
+            if self._item_ns is not None:
+                size = min(size, max(1, int(_CHUNK_TARGET_NS / max(self._item_ns, 1.0))))
+        if self._buffersize is not None:
+            size = min(size, self._buffersize - self._in_flight)
+        return max(size, 1)
+
+    def _has_room(self) -> bool:
+        return self._buffersize is None or self._in_flight < self._buffersize
+
+    def _refill(self) -> None:
+        """Encode and submit chunks until the input ends or the buffer is full."""
+        while not self._exhausted and self._has_room():
+            self._measure_finished()
+            size = self._next_size()
+            chunk = list(itertools.islice(self._items, size))
+            if len(chunk) < size:
+                self._exhausted = True
+                if self._total is None:
+                    self._total = self._next_index + len(chunk)
+            if not chunk:
+                return
+            start = self._next_index
+            self._next_index += len(chunk)
+            pool = self._pool
+            # Per chunk: a pool.profile() that starts during a lazy map times
+            # the chunks sent after it started.
+            mode = pool._profiling.chunk_mode(self._mode)
+            encoded = pool._encode(self._fn, (chunk,), {}, mode, start)
+            handle = pool._submit(encoded, item_index=start, item_count=len(chunk))
+            self._pending.append((start, len(chunk), handle))
+            self._in_flight += len(chunk)
+            self._last_size = len(chunk)
+
+    def _measure_finished(self) -> None:
+        """Learn the item cost from the oldest chunk, once it has finished."""
+        if self._chunksize is not None or not self._pending:
+            return
+        _, count, handle = self._pending[0]
+        if handle.done:
+            timing = handle.timing
+            run = timing["finished_ns"] - timing["started_ns"]
+            if run > 0:
+                self._item_ns = run / count
+
+    # ------------------------------------------------------------ collecting
+
+    def _cancel_pending(self) -> None:
+        engine = self._pool._engine
+        while self._pending:
+            _, _, handle = self._pending.popleft()
+            engine.cancel(handle)
+
+    def results(self) -> Iterator[Any]:
+        """The results, in order; the generator cancels what is left when
+        closed, collected, or ended by an error."""
+        try:
+            while self._pending:
+                start, count, handle = self._pending[0]
+                remaining = (None if self._deadline is None
+                             else max(0.0, self._deadline - time.monotonic()))
+                if not handle.wait(remaining):
+                    raise self._timeout_error(handle)
+                self._pending.popleft()
+                self._in_flight -= count
+                handle.claim()
+                handle.release()
+                timing = handle.timing
+                if self._chunksize is None and timing["finished_ns"] > timing["started_ns"]:
+                    self._item_ns = (timing["finished_ns"] - timing["started_ns"]) / count
+                values, failed, error, *marks = _replies.reply_value(
+                    handle.status, handle.reply_kind, handle.reply, handle.worker, self._fn,
+                    (), {}, chunk_start=start)
+                if marks:  # the chunk was profiled: its items' times
+                    self._pool._profiling.item_marks(handle.id, marks[0], failed)
+                if not self._exhausted:
+                    self._refill()
+                # Popped one by one, so that no result stays referenced here
+                # after it was yielded.
+                values.reverse()
+                self._done += len(values)
+                yield from map(list.pop, itertools.repeat(values, len(values)))
+                if failed >= 0:
+                    raise _replies.remote_error(_wire.loads(error), target=self._name,
+                                                worker=handle.worker, item_index=start + failed)
+        finally:
+            self._cancel_pending()
+
+    @property
+    def total(self) -> int | None:
+        """How many items the map has, once its input was read to the end."""
+        return self._total
+
+    def _timeout_error(self, handle: _core.CallHandle) -> CallTimeoutError:
+        assert self._timeout is not None
+        self._pool._profiling.gave_up(handle.id)
+        busy_worker, seconds = self._pool._busy_worker(handle.id)
+        return CallTimeoutError(self._name, self._timeout, worker=busy_worker,
+                                running_seconds=seconds, completed=self._done,
+                                total=self._total)

@@ -1,0 +1,192 @@
+#include "kernel/shell_protocol.hpp"
+
+#include <utility>
+
+#include "kernel/interpreter.hpp"
+
+namespace interp_rpc::kernel {
+
+namespace {
+
+// What the stop_on_error field of an execute request means when absent
+// (Jupyter messaging protocol, execute request).
+constexpr bool default_stop_on_error = true;
+
+std::string message_type(const xeus::xmessage_base& message) {
+  return message.header().value("msg_type", "");
+}
+
+}  // namespace
+
+shell_protocol::shell_protocol(std::unique_ptr<xeus::xserver> inner, interpreter& interpreter)
+    : p_inner(std::move(inner)),
+      m_interpreter(interpreter),
+      m_main_thread(std::this_thread::get_id()) {
+  p_inner->register_shell_listener([this](xeus::xmessage msg) { handle(std::move(msg)); });
+  p_inner->register_control_listener(
+      [this](xeus::xmessage msg) { notify_control_listener(std::move(msg)); });
+  p_inner->register_stdin_listener(
+      [this](xeus::xmessage msg) { notify_stdin_listener(std::move(msg)); });
+  p_inner->register_internal_listener(
+      [this](nl::json msg) { return notify_internal_listener(std::move(msg)); });
+}
+
+void shell_protocol::handle(xeus::xmessage request) {
+  m_interpreter.begin_request(request);
+  const std::string type = message_type(request);
+  if (type == "execute_request") {
+    handle_execute(std::move(request));
+  } else if (type == "comm_open" || type == "comm_msg" || type == "comm_close" ||
+             type == "comm_info_request") {
+    m_interpreter.dispatch_comm_request(
+        [this, &request] { notify_shell_listener(std::move(request)); });
+  } else {
+    notify_shell_listener(std::move(request));
+  }
+}
+
+void shell_protocol::handle_execute(xeus::xmessage request) {
+  const nl::json& content = request.content();
+  const bool silent = content.is_object() && content.value("silent", false);
+  bool stop_on_error = default_stop_on_error;
+  if (content.is_object() && content.contains("stop_on_error") &&
+      content["stop_on_error"].is_boolean()) {
+    stop_on_error = content["stop_on_error"].get<bool>();
+  }
+  // The core must not abort the queue itself: it would abort every type.
+  nl::json core_content = content;
+  if (core_content.is_object()) {
+    core_content["stop_on_error"] = false;
+  }
+  xeus::xmessage for_core(request.identities(), request.header(), request.parent_header(),
+                          request.metadata(), std::move(core_content),
+                          std::move(request).buffers());
+  m_execute = {for_core.header().value("msg_id", ""), stop_on_error && !silent, false};
+  // The shell runs on this thread and the interpreter answers before it
+  // returns: the reply, then the abort (publish_impl), then the idle status
+  // have gone out when this returns.
+  notify_shell_listener(std::move(for_core));
+  m_execute = {};
+}
+
+void shell_protocol::abort_queued_executes() {
+  // A polling interval of 0: what has arrived is aborted, at once; the first
+  // request that arrives after the queue is empty runs.
+  p_inner->abort_queue(
+      [this](xeus::xmessage request) {
+        if (message_type(request) == "execute_request") {
+          m_interpreter.begin_request(request);
+          abort(request);
+        } else {
+          handle(std::move(request));
+        }
+      },
+      0);
+}
+
+void shell_protocol::abort(const xeus::xmessage& request) {
+  publish_status(request.header(), "busy");
+  const nl::json aborted = {{"status", "aborted"}};
+  send_shell(xeus::xmessage(request.identities(),
+                            xeus::make_header("execute_reply", m_user_name, m_session),
+                            request.header(), aborted, aborted, xeus::buffer_sequence()));
+  publish_status(request.header(), "idle");
+}
+
+void shell_protocol::publish_status(const nl::json& parent, const std::string& state) {
+  publish(xeus::xpub_message(m_status_topic, xeus::make_header("status", m_user_name, m_session),
+                             parent, nl::json::object(), nl::json{{"execution_state", state}},
+                             xeus::buffer_sequence()),
+          xeus::channel::SHELL);
+}
+
+xeus::xcontrol_messenger& shell_protocol::get_control_messenger_impl() {
+  return p_inner->get_control_messenger();
+}
+
+void shell_protocol::send_shell_impl(xeus::xmessage message) {
+  if (message_type(message) == "execute_reply" && message.content().is_object()) {
+    nl::json content = message.content();
+    m_execute.abort_pending = m_execute.stop_on_error && content.value("status", "") == "error";
+    if (content.contains("execution_count")) {
+      content["execution_count"] = m_interpreter.execution_count() - 1;
+    }
+    message = xeus::xmessage(message.identities(), message.header(), message.parent_header(),
+                             message.metadata(), std::move(content),
+                             std::move(message).buffers());
+  }
+  p_inner->send_shell(std::move(message));
+}
+
+void shell_protocol::send_control_impl(xeus::xmessage message) {
+  p_inner->send_control(std::move(message));
+}
+
+void shell_protocol::send_stdin_impl(xeus::xmessage message) {
+  p_inner->send_stdin(std::move(message));
+}
+
+void shell_protocol::publish_impl(xeus::xpub_message message, xeus::channel c) {
+  // The idle status of an execute request that failed: abort the queue
+  // first, so that a client that waits for this idle before it sends its
+  // next request never has that request aborted.
+  if (m_execute.abort_pending && std::this_thread::get_id() == m_main_thread &&
+      message_type(message) == "status" && message.parent_header().is_object() &&
+      message.parent_header().value("msg_id", "") == m_execute.msg_id &&
+      message.content().value("execution_state", "") == "idle") {
+    m_execute.abort_pending = false;
+    abort_queued_executes();
+  }
+  if (message_type(message) == "execute_input") {
+    nl::json content = message.content();
+    content["execution_count"] = m_interpreter.execution_count();
+    message = xeus::xpub_message(message.topic(), message.header(), message.parent_header(),
+                                 message.metadata(), std::move(content),
+                                 std::move(message).buffers());
+  }
+  p_inner->publish(std::move(message), c);
+}
+
+void shell_protocol::start_impl(xeus::xpub_message message) {
+  m_status_topic = message.topic();
+  m_user_name = message.header().value("username", "");
+  m_session = message.header().value("session", "");
+  m_interpreter.set_iopub_publisher(
+      [this](const std::string& msg_type, nl::json parent_header, nl::json metadata,
+             nl::json content, xeus::buffer_sequence buffers) {
+        nl::json header = xeus::make_header(msg_type, m_user_name, m_session);
+        publish(xeus::xpub_message(topic(msg_type), header, std::move(parent_header),
+                                   std::move(metadata), std::move(content), std::move(buffers)),
+                xeus::channel::SHELL);
+        return header;
+      },
+      m_user_name, m_session);
+  p_inner->start(std::move(message));
+}
+
+std::string shell_protocol::topic(const std::string& msg_type) const {
+  // xeus's topics read "kernel_core.<kernel id>.<msg_type>".
+  const std::size_t last_dot = m_status_topic.rfind('.');
+  return m_status_topic.substr(0, last_dot == std::string::npos ? 0 : last_dot + 1) + msg_type;
+}
+
+void shell_protocol::abort_queue_impl(const listener& l, long polling_interval) {
+  p_inner->abort_queue(l, polling_interval);
+}
+
+void shell_protocol::stop_impl() { p_inner->stop(); }
+
+void shell_protocol::update_config_impl(xeus::xkernel_configuration& config) const {
+  p_inner->update_config(config);
+}
+
+xeus::xkernel::server_builder with_shell_protocol(xeus::xkernel::server_builder inner,
+                                                  interpreter& interpreter) {
+  return [inner = std::move(inner), &interpreter](xeus::xcontext& context,
+                                                   const xeus::xconfiguration& config,
+                                                   nl::json::error_handler_t eh) {
+    return std::make_unique<shell_protocol>(inner(context, config, eh), interpreter);
+  };
+}
+
+}  // namespace interp_rpc::kernel

@@ -1,0 +1,83 @@
+// The shell channel as ipykernel serves it, where xeus serves it otherwise.
+//
+// A server decorator placed between the transport and xeus's kernel core. It
+// sees every shell request before the core does and every reply and IOPub
+// message after, and changes four things:
+//
+// - The request in hand. The interpreter learns of each request before it is
+//   handled (see interpreter::begin_request): its output, get_parent() and
+//   the cell id follow it, not the last execute request.
+// - stop_on_error. It defaults to true (xeus says false). After a non-silent
+//   execute request fails, the execute requests already queued are answered
+//   `status: "aborted"`, each between a busy and an idle status, at once;
+//   every other queued request is handled normally. This happens before the
+//   failed request's idle status, so that a request sent after it runs.
+//   (xeus answers every queued
+//   message, whatever its type, `status: "error"` with no status around it,
+//   waiting 50 ms after each one.)
+// - Comm requests. They are dispatched holding the GIL, which guards xeus's
+//   comm registry (see comm.hpp).
+// - Execution counts. IPython's count is the truth: execute_input carries the
+//   number the cell will get, execute_reply the shell's count minus one, as
+//   with ipykernel, so a store_history=False request uses no number. (xeus
+//   counts every non-silent request.)
+//
+// It also gives the interpreter a way to publish any IOPub message (for
+// get_ipython().kernel.session, see kernel_object.hpp).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <xeus/xkernel.hpp>
+#include <xeus/xserver.hpp>
+
+namespace interp_rpc::kernel {
+
+class interpreter;
+
+class shell_protocol final : public xeus::xserver {
+ public:
+  shell_protocol(std::unique_ptr<xeus::xserver> inner, interpreter& interpreter);
+
+ private:
+  xeus::xcontrol_messenger& get_control_messenger_impl() override;
+  void send_shell_impl(xeus::xmessage message) override;
+  void send_control_impl(xeus::xmessage message) override;
+  void send_stdin_impl(xeus::xmessage message) override;
+  void publish_impl(xeus::xpub_message message, xeus::channel c) override;
+  void start_impl(xeus::xpub_message message) override;
+  void abort_queue_impl(const listener& l, long polling_interval) override;
+  void stop_impl() override;
+  void update_config_impl(xeus::xkernel_configuration& config) const override;
+
+  // Main thread: a request from the shell socket.
+  void handle(xeus::xmessage request);
+  void handle_execute(xeus::xmessage request);
+  // Main thread: answers every execute request already waiting, "aborted".
+  void abort_queued_executes();
+  void abort(const xeus::xmessage& request);
+  void publish_status(const nl::json& parent, const std::string& state);
+  std::string topic(const std::string& msg_type) const;
+
+  std::unique_ptr<xeus::xserver> p_inner;
+  interpreter& m_interpreter;
+  // From the kernel's first message: what our own messages are signed as.
+  std::string m_status_topic;
+  std::string m_user_name;
+  std::string m_session;
+  const std::thread::id m_main_thread;  // which runs the shell (it builds the server)
+  // The execute request being handled (main thread only).
+  struct execute_state {
+    std::string msg_id;
+    bool stop_on_error = false;  // and not silent
+    bool abort_pending = false;  // it failed: abort before its idle status
+  } m_execute;
+};
+
+// The server builder `inner`, wrapped in shell_protocol.
+xeus::xkernel::server_builder with_shell_protocol(xeus::xkernel::server_builder inner,
+                                                  interpreter& interpreter);
+
+}  // namespace interp_rpc::kernel
