@@ -208,3 +208,16 @@ def test_pool_profile_works_from_a_script(tmp_path: Path) -> None:
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out == {"items": list(range(200)), "helper": True}
     assert (tmp_path / "t.json").exists()
+
+
+def test_a_profile_begun_during_a_lazy_map_times_the_chunks_sent_after_it(
+        prof_pool: InterpreterPool) -> None:
+    expected = [sum(int(c) for c in str(n * 7919)) for n in range(100)]
+    results = prof_pool.map("profiletasks.digit_sum", range(100), chunksize=10, buffersize=10)
+    # The first result claims chunk 0 and sends chunk 1: both before the profile.
+    first = next(results)
+    with prof_pool.profile() as prof:
+        rest = list(results)
+    assert [first, *rest] == expected
+    timed = {r.item for r in prof.records if r.item is not None and r.count == 1}
+    assert timed == set(range(20, 100))
