@@ -119,7 +119,10 @@ class MapRun:
             start = self._next_index
             self._next_index += len(chunk)
             pool = self._pool
-            encoded = pool._encode(self._fn, (chunk,), {}, self._mode, start)
+            # Per chunk: a pool.profile() that starts during a lazy map times
+            # the chunks sent after it started.
+            mode = pool._profiling.chunk_mode(self._mode)
+            encoded = pool._encode(self._fn, (chunk,), {}, mode, start)
             handle = pool._submit(encoded, item_index=start, item_count=len(chunk))
             self._pending.append((start, len(chunk), handle))
             self._in_flight += len(chunk)
@@ -161,9 +164,11 @@ class MapRun:
                 timing = handle.timing
                 if self._chunksize is None and timing["finished_ns"] > timing["started_ns"]:
                     self._item_ns = (timing["finished_ns"] - timing["started_ns"]) / count
-                values, failed, error = _replies.reply_value(
+                values, failed, error, *marks = _replies.reply_value(
                     handle.status, handle.reply_kind, handle.reply, handle.worker, self._fn,
                     (), {}, chunk_start=start)
+                if marks:  # the chunk was profiled: its items' times
+                    self._pool._profiling.item_marks(handle.id, marks[0], failed)
                 if not self._exhausted:
                     self._refill()
                 # Popped one by one, so that no result stays referenced here
@@ -184,6 +189,7 @@ class MapRun:
 
     def _timeout_error(self, handle: _core.CallHandle) -> CallTimeoutError:
         assert self._timeout is not None
+        self._pool._profiling.gave_up(handle.id)
         busy_worker, seconds = self._pool._busy_worker(handle.id)
         return CallTimeoutError(self._name, self._timeout, worker=busy_worker,
                                 running_seconds=seconds, completed=self._done,

@@ -31,6 +31,7 @@ from interp_rpc._errors import (
 )
 from interp_rpc._futures import CallFuture
 from interp_rpc._map import MapRun
+from interp_rpc._profiling import ProfileRecorder, ProfileSession
 from interp_rpc._records import CallRecord, PoolStats, WorkerStatus
 from interp_rpc._validation import check_timeout, check_workers
 
@@ -62,6 +63,7 @@ class InterpreterPool(Executor):
                 raise ValueError(f"init is not valid Python: {exc}") from exc
         self._lock = threading.Lock()
         self._closed = False
+        self._profiling = ProfileRecorder()
         _exit_policy.prepare()  # before the engine exists: it is stopped at exit whatever happens
         setup = {"sys_path": list(sys.path), "main": _targets.main_module_spec(), "init": init}
         self._engine = _core.Engine(workers, WORKER_SOURCE.read_text(), str(WORKER_SOURCE),
@@ -110,6 +112,7 @@ class InterpreterPool(Executor):
             name, request, buffers, timeout, submitted, cost)
         if status == _core.STATUS_TIMED_OUT:
             assert timeout is not None
+            self._profiling.gave_up(call_id)
             busy_worker, seconds = self._busy_worker(call_id)
             raise CallTimeoutError(name, timeout, worker=busy_worker, running_seconds=seconds)
         if status in (_core.STATUS_CLOSED, _core.STATUS_BROKEN):
@@ -261,6 +264,21 @@ class InterpreterPool(Executor):
                          run_seconds=t["run_ns"] / 1e9, serialize_seconds=t["serialize_ns"] / 1e9,
                          deserialize_seconds=t["deserialize_ns"] / 1e9,
                          result_serialize_seconds=t["result_serialize_ns"] / 1e9)
+
+    def profile(self, functions: bool = False) -> ProfileSession:
+        """Profile what the pool runs in a ``with`` block::
+
+            with pool.profile(functions=True) as prof:
+                list(pool.map(f, items))
+            prof.stats.sort_stats("cumtime").print_stats(10)
+
+        ``prof`` is a Profile: one record per map item or call (``.records``),
+        a summary, ``export(path)`` (Chrome trace JSON or pstats) and, in a
+        notebook, a timeline. Map items are timed one by one (short ones in
+        groups). With ``functions=True`` every worker runs its calls under
+        cProfile and ``prof.stats`` merges their stats.
+        """
+        return ProfileSession(self, self._profiling, functions)
 
     def call_records(self, after: int = 0) -> list[CallRecord]:
         """Finished requests, in the order they finished, oldest first.

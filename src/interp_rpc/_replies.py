@@ -84,7 +84,7 @@ def argument_error(target: object, args: tuple[Any, ...], kwargs: dict[str, Any]
     """The request could not be encoded: find the argument (or map item) at fault."""
     calls: list[tuple[int | None, tuple[Any, ...], dict[str, Any]]]
     calls = [(None, args, kwargs)] if mode == "call" else [
-        (item_index + offset, tuple(item) if mode == "starchunk" else (item,), {})
+        (item_index + offset, tuple(item) if mode.startswith("starchunk") else (item,), {})
         for offset, item in enumerate(args[0])]
     for item, item_args, item_kwargs in calls:
         labels = _targets.argument_labels(target, item_args, item_kwargs)

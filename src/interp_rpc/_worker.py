@@ -24,10 +24,10 @@ if TYPE_CHECKING:  # workers import as little as they can when they start
     from typing import Any
 
 
-def _load_wire() -> ModuleType:
-    """_wire.py from beside this file, without importing the interp_rpc package."""
-    path = os.path.join(os.path.dirname(__file__), "_wire.py")
-    spec = importlib.util.spec_from_file_location("_interp_rpc_wire", path)
+def _load_sibling(filename: str, name: str) -> ModuleType:
+    """A module from beside this file, without importing the interp_rpc package."""
+    path = os.path.join(os.path.dirname(__file__), filename)
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
@@ -35,7 +35,20 @@ def _load_wire() -> ModuleType:
     return module
 
 
-wire = _load_wire()
+wire = _load_sibling("_wire.py", "_interp_rpc_wire")
+
+# _worker_profiling, loaded by the first request that is profiled.
+_profiling_module: ModuleType | None = None
+
+# The function profiler of a pool.profile(functions=True), while one is on.
+_function_profiler: Any = None
+
+
+def _profiling() -> ModuleType:
+    global _profiling_module
+    if _profiling_module is None:
+        _profiling_module = _load_sibling("_worker_profiling.py", "_interp_rpc_worker_profiling")
+    return _profiling_module
 
 # Resolved targets, by the request's target spec.
 _targets: dict[tuple[Any, ...], Callable[..., Any]] = {}
@@ -318,16 +331,29 @@ def execute(request: memoryview, buffers: list[memoryview]) -> tuple[int, bytes,
                  "failed_part": what,
                  "error": wire.describe_exception(exc)}
         return wire.TARGET_UNRESOLVED, wire.dumps(reply), loaded - started, 0
+    profiler = _function_profiler if fn is not profile_functions else None
+    if profiler is not None:
+        profiler.enable()
     try:
         if mode == "call":
             result = fn(*args, **kwargs)
-        else:
+        elif mode == "chunk" or mode == "starchunk":
             result = _run_chunk(fn, args[0], star=mode == "starchunk")
+        else:  # a chunk of a profiled map: its reply carries the items' times
+            result = _profiling().run_chunk_timed(fn, args[0], mode.startswith("star"),
+                                                  target_spec)
     except BaseException as exc:
+        if profiler is not None:
+            profiler.disable()
         # A target's own error: skip execute()'s frame (a chunk's error is
         # described inside _run_chunk).
         return wire.RAISED, wire.dumps(wire.describe_exception(exc, skip_frames=1)), \
             loaded - started, 0
+    if profiler is not None:
+        profiler.disable()
+    if mode != "call" and len(result) == 4 and result[2] is not None:  # a timed chunk failed
+        values, failed, error, marks = result
+        result = values, failed, wire.dumps(wire.describe_exception(error, skip_frames=1)), marks
     finished = time.perf_counter_ns()
     try:
         reply = wire.dumps_result(result)
@@ -335,6 +361,18 @@ def execute(request: memoryview, buffers: list[memoryview]) -> tuple[int, bytes,
         culprit = _unshareable_result(result, mode)
         return wire.RESULT_UNSHAREABLE, wire.dumps(culprit), loaded - started, 0
     return wire.RETURNED, reply, loaded - started, time.perf_counter_ns() - finished
+
+
+def profile_functions(on: bool) -> dict[str, Any] | None:
+    """pool.profile(functions=True), once in every worker: start this
+    worker's function profiler, or stop it and return what it measured (the
+    stats cross once per worker, not per call)."""
+    global _function_profiler
+    if on:
+        _function_profiler = _profiling().FunctionProfiler((__file__, wire.__file__))
+        return None
+    profiler, _function_profiler = _function_profiler, None
+    return None if profiler is None else profiler.results()
 
 
 def run_cell(source: str, filename: str = "<parallel cell>") -> dict[str, Any]:
@@ -379,7 +417,7 @@ def _forget_targets(names: set[str]) -> None:
 def _unshareable_result(result: Any, mode: str) -> dict[str, Any]:
     """Where in a return value (or a chunk's return values) pickling fails."""
     if mode != "call":
-        values, _, _ = result
+        values = result[0]
         for offset, value in enumerate(values):
             culprit = wire.find_culprit(value, "return value", wire.result_failure)
             if culprit is not None:

@@ -139,7 +139,8 @@ BAD_LINES = [
     ("%parallel --targets a x = 1", "--targets must be worker numbers"),
     ("%parallel", "%parallel needs a statement"),
     ("%parallel_status --watch -1", "--watch must be 0 or more seconds"),
-    ("%parallel_profile now", "%parallel_profile takes no arguments"),
+    ("%parallel_profile now", "%parallel_profile takes only options, not 'now'"),
+    ("%parallel_profile -o 1x", "-o NAME must be a Python identifier"),
 ]
 
 
@@ -217,7 +218,7 @@ def test_each_pool_option_takes_effect(shell: InteractiveShell, run: Run) -> Non
 
 def test_a_new_pool_forgets_the_last_run(shell: InteractiveShell, run: Run) -> None:
     assert run("%parallel_map abs [-1, -2]").error is None
-    assert "requests / items   2 / 2" in run("%parallel_profile").out
+    assert "items / requests     2 / 2" in run("%parallel_profile").out
     assert run("%parallel_pool -n 2").error is None
     assert "No parallel run to profile yet" in run("%parallel_profile").out
 

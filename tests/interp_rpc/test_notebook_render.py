@@ -13,6 +13,7 @@ import pytest
 from support import Gates, MakePool, wait_until
 
 from interp_rpc import CallTimeoutError, InterpreterPool, RemoteError, ShareabilityError
+from interp_rpc import _profile_html as profile_html
 from interp_rpc import _render as render
 from interp_rpc.notebook import profile
 
@@ -74,19 +75,17 @@ def test_timeout_output_names_the_worker() -> None:
 
 
 def test_profile_of_a_map_has_a_valid_svg_timeline_and_a_text_fallback() -> None:
-    with InterpreterPool(workers=2) as pool:
+    with InterpreterPool(workers=2) as pool, pool.profile() as result:
         list(pool.map("builtins.abs", range(-50, 50), chunksize=10))
-        result = profile.build(pool.call_records(), pool.workers)
-    assert result is not None
     assert result.items == 100
     assert 0 < result.utilization <= 1
-    bundle = profile.render(result)
+    bundle = profile.functions_bundle(result) if result.functions else result._repr_mimebundle_()
     svg = ElementTree.fromstring(bundle["image/svg+xml"])
-    bars = [r for r in svg.iter("{http://www.w3.org/2000/svg}rect") if r.find(
-        "{http://www.w3.org/2000/svg}title") is not None]
-    assert len(bars) == 10  # one per request
+    bars = [r for r in svg.iter("{http://www.w3.org/2000/svg}rect")
+            if r.get("fill") in profile_html.PALETTE]
+    assert len(bars) == 100 + 1  # one per item, and the legend's swatch of builtins.abs
     assert "utilization" in bundle["text/plain"]
-    assert "slowest requests:" in bundle["text/plain"]
+    assert "slowest items:" in bundle["text/plain"]
 
 
 def test_errors_render_without_ipython_or_the_notebook_layer() -> None:
@@ -134,18 +133,17 @@ def test_worker_ranges_collapse_runs() -> None:
     assert render.worker_ranges([5, 0, 2, 1]) == "workers 0-2, 5"
 
 
-def test_profile_text_follows_the_theme_inline_and_is_dark_on_white_as_an_image() -> None:
-    with InterpreterPool(workers=2) as pool:
+def test_profile_timeline_is_dark_on_white_inline_too() -> None:
+    """The timeline is one self-contained picture, shown as an image inline
+    too: its own white background and dark text, readable in a dark theme."""
+    with InterpreterPool(workers=2) as pool, pool.profile() as result:
         list(pool.map("builtins.abs", range(-8, 8), chunksize=4))
-        result = profile.build(pool.call_records(), pool.workers)
-    assert result is not None
     svg_ns = "{http://www.w3.org/2000/svg}"
-    inline = ElementTree.fromstring(profile.gantt_svg(result))
-    assert inline.get("fill") == "currentColor"  # text takes the page's colour
-    assert all(t.get("fill") is None for t in inline.iter(f"{svg_ns}text"))
-    image = ElementTree.fromstring(profile.render(result)["image/svg+xml"])
+    image = ElementTree.fromstring(profile_html.static_svg(result))
     background = next(image.iter(f"{svg_ns}rect"))
-    assert background.get("fill") == "#ffffff" and image.get("color") == "#1f2328"
+    assert background.get("fill") == "#ffffff"
+    assert next(image.iter(f"{svg_ns}text")).get("fill") == profile_html.TEXT
+    assert 'src="data:image/svg+xml;base64,' in profile_html.html(result)
 
 
 # ------------------------------------------------------------ contrast (WCAG AA)

@@ -2,9 +2,9 @@
 
     %parallel_pool [-n N] [--init CODE] [--init-timeout S] [--stuck-after S]
     %%parallel [--timeout S] [--targets I,J]        (or %parallel [...] STATEMENT)
-    %parallel_map [--timeout S] [--chunksize K] [-o NAME] TARGET ITEMS
+    %parallel_map [--timeout S] [--chunksize K] [-o NAME] [--profile] TARGET ITEMS
     %parallel_status [--watch S | --stop]
-    %parallel_profile
+    %parallel_profile [--functions] [--export PATH] [-o NAME]
 
 Options come first, as with %timeit; what follows them is Python, taken
 verbatim (see options.py). Each magic answers --help (and ``%magic?``). The
@@ -46,6 +46,7 @@ from interp_rpc._errors import (
     WorkerDiedError,
 )
 from interp_rpc._pool import InterpreterPool
+from interp_rpc._profile import Profile
 from interp_rpc.notebook import live, options, profile
 
 _RUN_CELL = "_interp_rpc_worker.run_cell"  # defined by _worker.py in every worker
@@ -81,8 +82,7 @@ class ParallelMagics(Magics):
         self._options: dict[str, Any] = {"workers": default_workers(), "init": None,
                                          "init_timeout": 30.0}
         self.stuck_after = 10.0
-        # The last run: log position before it, and its first and last call ids.
-        self._last_run: tuple[int, int, int] | None = None
+        self.last_profile: Profile | None = None  # of the last %parallel_map or %%parallel
 
     # ------------------------------------------------------------------ pool
 
@@ -91,7 +91,7 @@ class ParallelMagics(Magics):
         """The notebook's pool, created on first use."""
         if self._pool is None or self._pool.closed:
             self._pool = InterpreterPool(**self._options)
-            self._last_run = None
+            self.last_profile = None
         return self._pool
 
     def close(self) -> None:
@@ -150,7 +150,7 @@ class ParallelMagics(Magics):
             raise
         old, self._pool = self._pool, new
         self._options = new_options
-        self._last_run = None
+        self.last_profile = None
         if old is not None:
             old.close(wait=False, timeout=1.0)
 
@@ -193,11 +193,8 @@ class ParallelMagics(Magics):
         filename = f"<parallel cell In[{self.shell.execution_count}]>"
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         compile(source, filename, "exec")
-        first = self._run_starts()
-        try:
+        with pool.profile() as self.last_profile:
             outcomes = self._run_everywhere(pool, targets, (source, filename), args.timeout)
-        finally:
-            self._remember_run(first)
         _show_outputs({i: o["stdout"] for i, o in outcomes.items() if isinstance(o, dict)},
                       sys.stdout)
         _show_outputs({i: o["stderr"] for i, o in outcomes.items() if isinstance(o, dict)},
@@ -276,7 +273,7 @@ class ParallelMagics(Magics):
     @no_var_expand
     @options.plain_help
     @magic_arguments()
-    @kwds(usage="%(prog)s [--timeout S] [--chunksize K] [-o NAME] TARGET ITEMS",
+    @kwds(usage="%(prog)s [--timeout S] [--chunksize K] [-o NAME] [--profile] TARGET ITEMS",
           epilog="TARGET: a function of the notebook, a name defined in the workers "
                  "(%%parallel), or a dotted path they can import. ITEMS: any Python "
                  "expression, taken verbatim, that gives the items.")
@@ -284,6 +281,9 @@ class ParallelMagics(Magics):
     @argument("--chunksize", type=int, help="items per request (default: adaptive)")
     @argument("-o", "--out", metavar="NAME",
               help="store the results in this variable instead of returning them")
+    @argument("--profile", action="store_true",
+              help="profile the functions the workers run (cProfile in each, merged), and "
+                   "show the top functions; %%parallel_profile shows the run again")
     @line_magic
     def parallel_map(self, line: str) -> list[Any] | None:
         """Call TARGET on every item of ITEMS in parallel, with live progress and status."""
@@ -310,10 +310,10 @@ class ParallelMagics(Magics):
         view = live.LiveView(pool, target=_targets.describe(target), total=len(items),
                              stuck_after=self.stuck_after, since=first)
         try:
-            results = pool._map(target, (items,), timeout=args.timeout,
-                                chunksize=args.chunksize, on_dispatched=view.start)
+            with pool.profile(functions=args.profile) as self.last_profile:
+                results = pool._map(target, (items,), timeout=args.timeout,
+                                    chunksize=args.chunksize, on_dispatched=view.start)
         except KeyboardInterrupt:
-            self._remember_run(first)
             self._report_interrupted(pool, first, len(items))
             raise
         except RemoteError as failure:
@@ -325,7 +325,8 @@ class ParallelMagics(Magics):
             raise
         finally:
             view.stop()
-            self._remember_run(first)
+        if args.profile:
+            profile.show(self.last_profile, functions=True)
         if args.out:
             self.shell.user_ns[args.out] = results
             return None
@@ -412,35 +413,42 @@ class ParallelMagics(Magics):
 
     @options.plain_help
     @magic_arguments()
-    @kwds(usage="%(prog)s")
+    @kwds(usage="%(prog)s [--functions] [--export PATH] [-o NAME]")
+    @argument("--functions", action="store_true",
+              help="show the function profile (of a %%parallel_map --profile run)")
+    @argument("--export", metavar="PATH",
+              help="write the profile: .json as a Chrome trace (Perfetto, chrome://tracing), "
+                   ".pstats as the merged function stats")
+    @argument("-o", "--out", metavar="NAME", help="store the Profile in this variable")
     @line_magic
     def parallel_profile(self, line: str) -> None:
-        """Timeline, utilization, queue wait, serialization cost and slowest
-        requests of the last %parallel_map or %%parallel run."""
+        """Timeline (one lane per worker, one bar per item), utilization, queue
+        wait, serialization cost and slowest items of the last %parallel_map
+        or %%parallel run; its function profile with --functions."""
         args, rest = options.parse(self.parallel_profile, line)
         if args is None:
             return
         if rest:
-            raise UsageError(f"%parallel_profile takes no arguments, not {rest!r}")
-        if self._last_run is None or self._pool is None:
+            raise UsageError(f"%parallel_profile takes only options, not {rest!r}")
+        if args.out is not None and (not args.out.isidentifier() or keyword.iskeyword(args.out)):
+            raise UsageError(f"-o NAME must be a Python identifier, not {args.out!r}")
+        last = self.last_profile
+        if last is None:
             print("No parallel run to profile yet: run %parallel_map or %%parallel first.")
             return
-        after, first, last = self._last_run
-        records = [r for r in self._pool.call_records(after) if first <= r.id <= last]
-        result = profile.build(records, self._pool.workers)
-        if result is None:
-            print("The last run has no finished requests to profile.")
+        if args.out:
+            assert self.shell is not None
+            self.shell.user_ns[args.out] = last
+        if args.export:
+            print(profile.export(last, args.export))
+        if args.export or args.out:
             return
-        display(profile.render(result), raw=True)
+        profile.show(last, functions=args.functions)
 
     def _run_starts(self) -> tuple[int, int]:
         """(log position, first call id) of a run about to start."""
         records = self.pool.call_records()
         return (records[-1].seq if records else 0), int(self.pool._engine.last_call_id) + 1
-
-    def _remember_run(self, start: tuple[int, int]) -> None:
-        after, first = start
-        self._last_run = (after, first, int(self.pool._engine.last_call_id))
 
 
 def _show_outputs(texts: dict[int, str], stream: Any) -> None:

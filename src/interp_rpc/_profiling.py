@@ -1,0 +1,228 @@
+"""pool.profile(): record what the pool runs, item by item, into a Profile.
+
+While a session is on, map chunks ask their worker for the end times of
+their items (``_worker_profiling.ITEM_TIMES``), and with ``functions=True``
+every worker runs its targets under cProfile and sends its stats back once,
+when the session ends. The engine's call log gives the request-level times.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from interp_rpc import _profile as model
+from interp_rpc import _wire, _worker_profiling
+from interp_rpc._errors import InterpRpcError
+
+if TYPE_CHECKING:
+    from interp_rpc._pool import InterpreterPool
+
+#: The pinned call that turns a worker's function profiler on and off.
+_PROFILE_FUNCTIONS = "_interp_rpc_worker.profile_functions"
+
+#: How long starting or stopping the workers' function profilers may wait for
+#: a worker still busy with an earlier call.
+CONTROL_TIMEOUT = 30.0
+
+#: The same wait when the profiled block ended with an error or Ctrl-C.
+AFTER_ERROR_TIMEOUT = 1.0
+
+_OUTCOMES = {"worker_died": model.WORKER_DIED, "cancelled": model.CANCELLED,
+             "pool_broken": model.NOT_RUN}
+
+
+class ProfileRecorder:
+    """The pool's side: which sessions are on, and the item times of their chunks."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._sessions: list[ProfileSession] = []
+        self.functions_session: ProfileSession | None = None
+
+    def chunk_mode(self, mode: str) -> str:
+        """A chunk request's mode: with item times while a session is on."""
+        return mode + _worker_profiling.ITEM_TIMES if self._sessions else mode
+
+    def item_marks(self, call_id: int, marks: list[int], failed: int) -> None:
+        """A profiled chunk's reply: its items' times, and which failed (or -1)."""
+        for session in self._sessions:
+            session.marks[call_id] = (marks, failed)
+
+    def gave_up(self, call_id: int) -> None:
+        """The caller stopped waiting for this call (its timeout passed)."""
+        for session in self._sessions:
+            session.timed_out.add(call_id)
+
+    def add(self, session: ProfileSession) -> None:
+        with self._lock:
+            if session.functions:
+                if self.functions_session is not None:
+                    raise InterpRpcError("a function profile is already running on this pool: "
+                                         "one pool.profile(functions=True) at a time")
+                self.functions_session = session
+            self._sessions = [*self._sessions, session]
+
+    def remove(self, session: ProfileSession) -> None:
+        with self._lock:
+            self._sessions = [s for s in self._sessions if s is not session]
+            if self.functions_session is session:
+                self.functions_session = None
+
+
+class ProfileSession:
+    """The context manager ``pool.profile()`` returns; ``with`` gives the Profile."""
+
+    def __init__(self, pool: InterpreterPool, recorder: ProfileRecorder,
+                 functions: bool) -> None:
+        if not isinstance(functions, bool):
+            raise TypeError(f"functions must be True or False, not {functions!r}")
+        self._pool = pool
+        self._recorder = recorder
+        self.functions = functions
+        self.marks: dict[int, tuple[list[int], int]] = {}
+        self.timed_out: set[int] = set()
+        self.profile = model.Profile(workers=pool.workers, functions=functions, recording=True)
+        self._log_position = 0
+        self._first_id = 0
+
+    def __enter__(self) -> model.Profile:
+        self._recorder.add(self)
+        try:
+            if self.functions:
+                self._control(True)
+        except BaseException:
+            self._recorder.remove(self)
+            raise
+        # The call log's seq counts every record ever added, as the totals'
+        # call count does: this is the position of the last record now.
+        self._log_position = self._pool.stats().calls
+        self._first_id = int(self._pool._engine.last_call_id) + 1
+        self.profile.start_ns = time.monotonic_ns()
+        return self.profile
+
+    def __exit__(self, *exc_info: object) -> None:
+        end_ns = time.monotonic_ns()
+        last_id = int(self._pool._engine.last_call_id)
+        running = [w for w in self._pool.status()
+                   if w.state == "busy" and w.call_id is not None
+                   and self._first_id <= w.call_id <= last_id]
+        self._recorder.remove(self)
+        profile = self.profile
+        if self.functions:
+            # After an error or Ctrl-C, do not wait long on a worker still busy
+            # with the abandoned work: its stats are then reported missing.
+            wait = CONTROL_TIMEOUT if exc_info[0] is None else AFTER_ERROR_TIMEOUT
+            for worker, outcome in enumerate(self._control(False, wait)):
+                if isinstance(outcome, BaseException):
+                    profile.notes.append(f"worker {worker}'s function stats are missing: "
+                                         f"{outcome}")
+                elif outcome is not None:
+                    profile.worker_stats[worker] = outcome["stats"]
+                    profile.function_overhead_ns += int(outcome["overhead_ns"])
+        # The engine's records as they are: CallRecord leaves out the reply kind.
+        logged = self._pool._engine.records(self._log_position)
+        if logged and logged[0]["seq"] > self._log_position + 1:
+            profile.lost_records = logged[0]["seq"] - self._log_position - 1
+        mine = [r for r in logged if self._first_id <= r["id"] <= last_id]
+        marks, timed_out = self.marks, self.timed_out
+        running_now = [_running(w.call_id, w.index, w.target or "?", w.item_index,
+                                end_ns - int(w.busy_seconds * 1e9), end_ns)
+                       for w in running if w.call_id is not None]
+
+        def build() -> list[model.ItemRecord]:
+            records = [item for r in mine
+                       for item in _items_of(r, marks.get(r["id"]), r["id"] in timed_out)]
+            records += running_now
+            records.sort(key=lambda r: (r.started_ns or r.enqueued_ns, r.worker))
+            return records
+
+        profile.pending = build
+        groups = sum(len(marks[r["id"]][0]) // 2 for r in mine if r["id"] in marks)
+        profile.item_timing_overhead_ns = int(groups * clock_read_ns())
+        # The timeline spans the work: from the first request's pickling to
+        # the last item's end (the whole session when nothing ran).
+        ran = [r["timing"] for r in mine if r["timing"]["started_ns"] > 0]
+        ran += [{"submitted_ns": r.started_ns, "finished_ns": r.finished_ns}
+                for r in running_now]
+        if ran:
+            profile.start_ns = min(t["submitted_ns"] or t["started_ns"] for t in ran)
+            profile.end_ns = max(t["finished_ns"] for t in ran)
+        else:
+            profile.end_ns = end_ns
+        profile.recording = False
+
+    def _control(self, on: bool, timeout: float = CONTROL_TIMEOUT) -> list[Any]:
+        outcomes = self._pool._on_every_worker(_PROFILE_FUNCTIONS, (on,), timeout=timeout)
+        if on:
+            failed = [(i, o) for i, o in enumerate(outcomes) if isinstance(o, BaseException)]
+            if failed:
+                self._control(False, AFTER_ERROR_TIMEOUT)
+                worker, error = failed[0]
+                raise InterpRpcError(f"cannot start the function profiler in worker {worker}: "
+                                     f"{error}")
+        return outcomes
+
+
+def _items_of(r: dict[str, Any], marks: tuple[list[int], int] | None,
+              timed_out: bool) -> list[model.ItemRecord]:
+    """The ItemRecords of one request, from the engine's record of it."""
+    t = r["timing"]
+    outcome = _OUTCOMES.get(r["outcome"], model.OK)
+    if outcome == model.OK:
+        if timed_out:
+            outcome = model.TIMED_OUT
+        elif r["reply_kind"] == _wire.RESULT_UNSHAREABLE:
+            outcome = model.UNSHAREABLE
+        elif r["reply_kind"] != _wire.RETURNED:
+            outcome = model.FAILED
+    ran = t["started_ns"] > 0 and outcome not in (model.CANCELLED, model.NOT_RUN)
+    first, count = r["item_index"], r["item_count"]
+
+    def record(item: int | None, n: int, outcome: str, start: int, end: int,
+               group: int) -> model.ItemRecord:
+        return model.ItemRecord(
+            call_id=r["id"], worker=r["worker"], target=r["target"], item=item, count=n,
+            outcome=outcome, enqueued_ns=t["enqueued_ns"], started_ns=start, finished_ns=end,
+            group=group, request_items=count, serialize_ns=t["serialize_ns"],
+            deserialize_ns=t["deserialize_ns"], result_serialize_ns=t["result_serialize_ns"],
+            request_started_ns=t["started_ns"])
+
+    if not ran:
+        return [record(first, count, outcome, 0, 0, 1)]
+    if first is None or marks is None:
+        return [record(first, count, outcome, t["started_ns"], t["finished_ns"], count)]
+    spans = _worker_profiling.item_spans(marks[0])
+    failed = marks[1]
+    out = [record(first + k, 1, model.FAILED if k == failed else outcome, start, end, group)
+           for k, (start, end, group) in enumerate(spans)]
+    if len(spans) < count:  # the items after a failed one never ran
+        out.append(record(first + len(spans), count - len(spans), model.NOT_RUN, 0, 0, 1))
+    return out
+
+
+def _running(call_id: int, worker: int, target: str, item: int | None, start: int,
+             end: int) -> model.ItemRecord:
+    return model.ItemRecord(call_id=call_id, worker=worker, target=target, item=item, count=1,
+                            outcome=model.RUNNING, enqueued_ns=0, started_ns=start,
+                            finished_ns=end, group=1, request_items=1, serialize_ns=0,
+                            deserialize_ns=0, result_serialize_ns=0, request_started_ns=start)
+
+
+_clock_cost: float | None = None
+
+
+def clock_read_ns() -> float:
+    """What reading the monotonic clock costs here (the best of a few tries):
+    the estimate of item timing's overhead per group timed."""
+    global _clock_cost
+    if _clock_cost is None:
+        best = float("inf")
+        for _ in range(5):
+            start = time.perf_counter_ns()
+            for _ in range(200):
+                time.monotonic_ns()
+            best = min(best, (time.perf_counter_ns() - start) / 200)
+        _clock_cost = best
+    return _clock_cost

@@ -1,0 +1,223 @@
+"""pool.profile(): per-item records, function stats across workers, exports,
+the timeline's static picture and aggregation, and honesty about lost records."""
+
+from __future__ import annotations
+
+import json
+import pstats
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from xml.etree import ElementTree
+
+import pytest
+from support import FIXTURES
+
+from interp_rpc import InterpreterPool, RemoteError, _profile_html, _profile_trace
+from interp_rpc import _profile as model
+from interp_rpc._errors import InterpRpcError
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+@pytest.fixture(scope="module")
+def prof_pool() -> Iterator[InterpreterPool]:
+    pool = InterpreterPool(workers=2, init="import profiletasks")
+    try:
+        yield pool
+    finally:
+        pool.close(timeout=60)
+
+
+def test_a_profiled_map_has_one_record_per_item(prof_pool: InterpreterPool) -> None:
+    with prof_pool.profile() as prof:
+        assert prof.recording
+        results = list(prof_pool.map("profiletasks.digit_sum", range(300), chunksize=40))
+    assert results == [sum(int(c) for c in str(n * 7919)) for n in range(300)]
+    items = [r for r in prof.records if r.item is not None]
+    assert sorted(r.item for r in items) == list(range(300))
+    assert all(r.count == 1 and r.outcome == model.OK and r.ran for r in items)
+    assert all(r.started_ns <= r.finished_ns and r.worker in (0, 1) for r in items)
+    assert len({r.call_id for r in items}) == 8  # 300 items in chunks of 40
+    assert prof.stats is None  # functions=False
+    assert "profiling overhead" in dict(prof.summary())
+
+
+def test_a_profile_is_not_readable_while_recording(prof_pool: InterpreterPool) -> None:
+    with prof_pool.profile() as prof, pytest.raises(RuntimeError, match="still recording"):
+        prof.summary()
+
+
+def test_merged_function_stats_name_a_function_called_inside_the_target(
+        prof_pool: InterpreterPool) -> None:
+    with prof_pool.profile(functions=True) as prof:
+        list(prof_pool.map("profiletasks.digit_sum", range(400), chunksize=20))
+    stats = prof.stats
+    assert stats is not None
+    names = {func[2]: value for func, value in stats.stats.items()}  # type: ignore[attr-defined]
+    assert "digits_helper" in names and "digit_sum" in names
+    assert names["digit_sum"][1] == 400  # calls, summed over the workers
+    assert names["digits_helper"][1] == 400
+    # The worker's own machinery is not in the user's profile.
+    files = {func[0] for func in stats.stats}  # type: ignore[attr-defined]
+    assert not any(f.endswith(("_worker.py", "_wire.py", "_worker_profiling.py")) for f in files)
+    per_worker = prof.stats_per_worker()
+    assert set(per_worker) <= {0, 1} and per_worker
+    html = prof._repr_html_()
+    assert "digits_helper" in html and "irpc-sortable" in html
+
+
+def test_only_one_function_profile_at_a_time(prof_pool: InterpreterPool) -> None:
+    with (prof_pool.profile(functions=True),
+          pytest.raises(InterpRpcError, match="already running"),
+          prof_pool.profile(functions=True)):
+        pass
+    with prof_pool.profile(functions=True) as again:  # the first one ended cleanly
+        prof_pool.call("profiletasks.digit_sum", 3)
+    assert again.stats is not None
+
+
+def test_a_failed_item_is_marked_and_the_rest_of_its_chunk_did_not_run(
+        prof_pool: InterpreterPool) -> None:
+    with prof_pool.profile() as prof, pytest.raises(RemoteError):
+        list(prof_pool.map("profiletasks.fail_at", range(10), [4] * 10, chunksize=10))
+    by_item = {r.item: r for r in prof.records}
+    assert by_item[4].outcome == model.FAILED
+    assert all(by_item[i].outcome == model.OK for i in range(4))
+    assert by_item[5].outcome == model.NOT_RUN and by_item[5].count == 5
+
+
+def test_exported_trace_is_trace_event_json_with_one_slice_per_item(
+        prof_pool: InterpreterPool, tmp_path: Path) -> None:
+    with prof_pool.profile() as prof:
+        list(prof_pool.map("profiletasks.digit_sum", range(120), chunksize=30))
+    path = prof.export(tmp_path / "trace.json")
+    trace = json.loads(path.read_text())
+    events = trace["traceEvents"]
+    for event in events:
+        assert event["ph"] in {"X", "M", "i", "s", "f"}, event
+        assert isinstance(event["pid"], int) and isinstance(event["tid"], int)
+        if event["ph"] != "M":
+            assert isinstance(event["ts"], int | float) and event["ts"] >= 0
+        if event["ph"] == "X":
+            assert isinstance(event["dur"], int | float) and event["dur"] >= 0
+            assert isinstance(event["name"], str) and isinstance(event.get("args", {}), dict)
+    slices = [e for e in events if e["ph"] == "X" and e["cat"] == _profile_trace.ITEM]
+    assert sorted(e["args"]["item"] for e in slices) == list(range(120))
+    workers = {e["tid"] for e in slices}
+    names = {e["tid"]: e["args"]["name"] for e in events
+             if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert all(names[tid].startswith("worker ") for tid in workers)
+    starts = {e["id"] for e in events if e["ph"] == "s"}
+    assert starts and starts == {e["id"] for e in events if e["ph"] == "f"}
+
+
+def test_pstats_export_loads_with_pstats(prof_pool: InterpreterPool, tmp_path: Path) -> None:
+    with prof_pool.profile(functions=True) as prof:
+        list(prof_pool.map("profiletasks.digit_sum", range(50)))
+    loaded = pstats.Stats(str(prof.export(tmp_path / "run.pstats")))
+    assert any(func[2] == "digits_helper" for func in loaded.stats)  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match=r"\.json"):
+        prof.export(tmp_path / "run.txt")
+
+
+def _synthetic(items: int, workers: int = 2) -> model.Profile:
+    records = [model.ItemRecord(
+        call_id=i // 100, worker=i % workers, target=f"mod.t{i % 3}", item=i, count=1,
+        outcome=model.FAILED if i == 7 else model.OK, enqueued_ns=1_000, started_ns=1_000 + i * 50,
+        finished_ns=1_000 + i * 50 + 40, group=1, request_items=100, serialize_ns=5,
+        deserialize_ns=5, result_serialize_ns=5, request_started_ns=1_000)
+        for i in range(items)]
+    return model.Profile(workers=workers, start_ns=0, end_ns=records[-1].finished_ns,
+                         item_records=records)
+
+
+def _bars(svg: str) -> list[ElementTree.Element]:
+    root = ElementTree.fromstring(svg)
+    return [r for r in root.iter(f"{SVG}rect") if r.get("height") in
+            (str(_profile_html.LANE_HEIGHT - 10), str(_profile_html.LANE_HEIGHT - 8))]
+
+
+def test_the_timeline_draws_items_one_by_one_up_to_5000() -> None:
+    svg = _profile_html.static_svg(_synthetic(5000))
+    assert len(_bars(svg)) == 5000
+    assert "aggregated" not in svg
+
+
+def test_the_timeline_aggregates_per_pixel_column_above_5000_items() -> None:
+    svg = _profile_html.static_svg(_synthetic(6000))
+    bars = _bars(svg)
+    plot = _profile_html.WIDTH - _profile_html.LEFT - _profile_html.RIGHT
+    assert 0 < len(bars) <= plot * 2
+    assert "6,000 items aggregated per pixel column" in svg
+
+
+def test_html_keeps_a_static_picture_for_untrusted_notebooks_and_loads_nothing() -> None:
+    html = _synthetic(50)._repr_html_()
+    assert 'src="data:image/svg+xml;base64,' in html  # kept by JupyterLab's sanitizer
+    assert "<svg" not in html.split("<script")[0]  # inline SVG would be stripped
+    assert "http://" not in html.replace("http://www.w3.org/2000/svg", "")
+    assert "https://" not in html
+    assert "var(--jp-ui-font-color1" in html and "currentColor" in html
+    bundle = _synthetic(50)._repr_mimebundle_()
+    assert set(bundle) == {"text/html", "image/svg+xml", "text/plain"}
+    ElementTree.fromstring(bundle["image/svg+xml"])  # well-formed
+
+
+def test_the_static_picture_marks_failures_and_has_ticks_with_units() -> None:
+    svg = _profile_html.static_svg(_synthetic(20))
+    root = ElementTree.fromstring(svg)
+    assert any(r.get("stroke") == _profile_html.PROBLEM_COLOUR for r in root.iter(f"{SVG}rect"))
+    labels = [t.text or "" for t in root.iter(f"{SVG}text")]
+    assert any(label.endswith("µs") for label in labels)
+    assert "failed / cancelled / timed out" in labels
+    # Its own background: readable whatever the notebook's theme.
+    assert root.find(f"{SVG}rect").get("fill") == "#ffffff"  # type: ignore[union-attr]
+
+
+def test_views_say_when_the_call_log_wrapped(prof_pool: InterpreterPool) -> None:
+    with prof_pool.profile() as prof:
+        list(prof_pool.map("builtins.abs", range(16_500), chunksize=1))
+    assert prof.lost_records > 0
+    assert any("lost" in w for w in prof.warnings())
+    assert "were lost" in prof._repr_html_() and "were lost" in prof.text()
+
+
+def test_pool_profile_works_from_a_script(tmp_path: Path) -> None:
+    script = tmp_path / "profile_script.py"
+    script.write_text(textwrap.dedent(f"""
+        import json, sys
+        sys.path.insert(0, {str(FIXTURES)!r})
+        from interp_rpc import InterpreterPool
+
+        if __name__ == "__main__":
+            with InterpreterPool(workers=2, init="import profiletasks") as pool:
+                with pool.profile(functions=True) as prof:
+                    list(pool.map("profiletasks.digit_sum", range(200)))
+                prof.export({str(tmp_path / "t.json")!r})
+                print(json.dumps({{
+                    "items": sorted(r.item for r in prof.records),
+                    "helper": any(f[2] == "digits_helper" for f in prof.stats.stats),
+                }}))
+    """))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out == {"items": list(range(200)), "helper": True}
+    assert (tmp_path / "t.json").exists()
+
+
+def test_a_profile_begun_during_a_lazy_map_times_the_chunks_sent_after_it(
+        prof_pool: InterpreterPool) -> None:
+    expected = [sum(int(c) for c in str(n * 7919)) for n in range(100)]
+    results = prof_pool.map("profiletasks.digit_sum", range(100), chunksize=10, buffersize=10)
+    # The first result claims chunk 0 and sends chunk 1: both before the profile.
+    first = next(results)
+    with prof_pool.profile() as prof:
+        rest = list(results)
+    assert [first, *rest] == expected
+    timed = {r.item for r in prof.records if r.item is not None and r.count == 1}
+    assert timed == set(range(20, 100))
