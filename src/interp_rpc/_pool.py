@@ -139,13 +139,16 @@ class InterpreterPool(Executor):
 
     def _map(self, fn: Callable[..., Any] | str, iterables: tuple[Iterable[Any], ...], *,
              timeout: float | None = None, chunksize: int | None = None,
-             on_dispatched: Callable[[], None] | None = None) -> list[Any]:
+             on_dispatched: Callable[[], None] | None = None, errors: str = "raise",
+             output: int | None = None) -> list[Any]:
         """The list of map()'s results, calling ``on_dispatched`` once the
         first chunk is queued (the notebook shows its live view only for a map
         that really started). A failing item's RemoteError carries every
-        result that arrived before it, in ``partial_results``."""
+        result that arrived before it, in ``partial_results``. ``errors`` and
+        ``output`` are MapRun's."""
         run = MapRun(self, fn, iterables, timeout=timeout, chunksize=chunksize,
-                     buffersize=None, on_dispatched=on_dispatched)
+                     buffersize=None, on_dispatched=on_dispatched, errors=errors,
+                     output=output)
         results: list[Any] = []
         try:
             results.extend(run.results())

@@ -2,7 +2,8 @@
 
     %parallel_pool [-n N] [--init CODE] [--init-timeout S] [--stuck-after S]
     %%parallel [--timeout S] [--targets I,J]        (or %parallel [...] STATEMENT)
-    %parallel_map [--timeout S] [--chunksize K] [-o NAME] [--profile] TARGET ITEMS
+    %parallel_map [--timeout S] [--chunksize K] [-o NAME] [--errors raise|collect]
+                  [--profile] TARGET ITEMS
     %parallel_status [--watch S | --stop]
     %parallel_profile [--functions] [--export PATH] [-o NAME]
 
@@ -47,9 +48,13 @@ from interp_rpc._errors import (
 )
 from interp_rpc._pool import InterpreterPool
 from interp_rpc._profile import Profile
-from interp_rpc.notebook import live, options, profile
+from interp_rpc.notebook import live, options, profile, worker_output
 
 _RUN_CELL = "_interp_rpc_worker.run_cell"  # defined by _worker.py in every worker
+
+# After Ctrl-C, how long to wait for the reply of a cell that no worker runs
+# any more (it has just finished; its reply is being handed over).
+_REPLY_GRACE_SECONDS = 5.0
 
 # A word that looks like an option, left after ITEMS: a hint when ITEMS fails.
 _TRAILING_OPTION = re.compile(r"\s--?[A-Za-z]")
@@ -249,14 +254,18 @@ class ParallelMagics(Magics):
 
     def _report_interrupted_cell(self, pool: InterpreterPool, handles: dict[int, Any],
                                  outcomes: dict[int, dict[str, Any] | Exception]) -> None:
-        busy = []
+        busy, not_started = [], []
         for index, handle in handles.items():
             if index in outcomes:
                 continue
             if handle.wait(0):
                 outcomes[index] = self._settle(pool, handle)
+            elif pool._engine.cancel(handle):
+                not_started.append(index)
+            elif pool._busy_worker(handle.id)[0] is None and handle.wait(_REPLY_GRACE_SECONDS):
+                # It had just finished: its reply was on its way.
+                outcomes[index] = self._settle(pool, handle)
             else:
-                pool._engine.cancel(handle)
                 busy.append(index)
         finished = {i: o for i, o in outcomes.items() if isinstance(o, dict)}
         _show_outputs({i: o["stdout"] for i, o in finished.items()}, sys.stdout)
@@ -267,13 +276,17 @@ class ParallelMagics(Magics):
             print(f"Interrupted: {_render.worker_ranges(busy)} still running the cell (it "
                   f"cannot be stopped there and will finish on its own){shown}.",
                   file=sys.stderr)
+        if not_started:
+            print(f"{_render.worker_ranges(not_started).capitalize()} had not started the "
+                  "cell; it will not run there.", file=sys.stderr)
 
     # --------------------------------------------------------- %parallel_map
 
     @no_var_expand
     @options.plain_help
     @magic_arguments()
-    @kwds(usage="%(prog)s [--timeout S] [--chunksize K] [-o NAME] [--profile] TARGET ITEMS",
+    @kwds(usage="%(prog)s [--timeout S] [--chunksize K] [-o NAME] [--errors raise|collect] "
+                "[--profile] TARGET ITEMS",
           epilog="TARGET: a function of the notebook, a name defined in the workers "
                  "(%%parallel), or a dotted path they can import. ITEMS: any Python "
                  "expression, taken verbatim, that gives the items.")
@@ -281,12 +294,18 @@ class ParallelMagics(Magics):
     @argument("--chunksize", type=int, help="items per request (default: adaptive)")
     @argument("-o", "--out", metavar="NAME",
               help="store the results in this variable instead of returning them")
+    @argument("--errors", choices=("raise", "collect"), default="raise",
+              help="raise (default): the first failing item raises, and the map stops; "
+                   "collect: each failing item's RemoteError takes its place among the "
+                   "results, and the map goes on")
     @argument("--profile", action="store_true",
               help="profile the functions the workers run (cProfile in each, merged), and "
                    "show the top functions; %%parallel_profile shows the run again")
     @line_magic
     def parallel_map(self, line: str) -> list[Any] | None:
-        """Call TARGET on every item of ITEMS in parallel, with live progress and status."""
+        """Call TARGET on every item of ITEMS in parallel, with live progress and
+        status; what the workers print shows in the cell, under the worker
+        and item that printed it."""
         args, rest = options.parse(self.parallel_map, line)
         if args is None:
             return None
@@ -309,10 +328,13 @@ class ParallelMagics(Magics):
         first = self._run_starts()
         view = live.LiveView(pool, target=_targets.describe(target), total=len(items),
                              stuck_after=self.stuck_after, since=first)
+        printed = worker_output.WorkerOutput(pool)
+        printed.start()
         try:
             with pool.profile(functions=args.profile) as self.last_profile:
                 results = pool._map(target, (items,), timeout=args.timeout,
-                                    chunksize=args.chunksize, on_dispatched=view.start)
+                                    chunksize=args.chunksize, on_dispatched=view.start,
+                                    errors=args.errors, output=printed.relay.id)
         except KeyboardInterrupt:
             self._report_interrupted(pool, first, len(items))
             raise
@@ -324,7 +346,10 @@ class ParallelMagics(Magics):
                       "the other items hold interp_rpc.MISSING.", file=sys.stderr)
             raise
         finally:
+            printed.stop()
             view.stop()
+        if args.errors == "collect":
+            _report_collected(results)
         if args.profile:
             profile.show(self.last_profile, functions=True)
         if args.out:
@@ -458,6 +483,18 @@ def _show_outputs(texts: dict[int, str], stream: Any) -> None:
         if not text.endswith("\n"):
             stream.write("\n")
     stream.flush()
+
+
+def _report_collected(results: list[Any]) -> None:
+    """--errors=collect: which items failed (their errors are among the results)."""
+    failed = [i for i, r in enumerate(results) if isinstance(r, RemoteError)]
+    if not failed:
+        return
+    shown = ", ".join(map(str, failed[:10])) + (", ..." if len(failed) > 10 else "")
+    kinds = sorted({type(results[i]).__name__ for i in failed})
+    print(f"{len(failed)} of {len(results)} items failed (item{'s' if len(failed) > 1 else ''} "
+          f"{shown}: {', '.join(kinds)}); their errors are in the results, in their place.",
+          file=sys.stderr)
 
 
 def _cell_error(info: dict[str, str], worker: int) -> Exception:
