@@ -91,6 +91,8 @@ def test_a_remote_error_keeps_the_cell_line_that_made_the_call(cells: dict[str, 
     assert ename == "RemoteError[KeyError]"
     assert re.search(r"Cell In\[\d+\], line 2", text), text
     assert text.count("KeyError: 'k'") == 1, text
+    # The remote frame is the %%parallel cell's third line, named as IPython does.
+    assert re.search(r"Cell In\[\d+\], line 3, in boom\n\s+raise KeyError\(x\)", text), text
 
 
 def test_what_workers_print_in_a_map_shows_in_the_cell_by_worker_and_item(

@@ -16,7 +16,6 @@ process may use (or by %parallel_pool); ``current_pool()`` returns it.
 from __future__ import annotations
 
 import keyword
-import linecache
 import os
 import re
 import sys
@@ -179,6 +178,7 @@ class ParallelMagics(Magics):
         args, rest = options.parse(self.parallel, line)
         if args is None:
             return
+        from_cell = cell is not None
         if cell is None:
             if not rest:
                 raise UsageError("%parallel needs a statement (or use %%parallel for a cell)")
@@ -194,9 +194,11 @@ class ParallelMagics(Magics):
             raise UsageError(f"--targets names worker {targets[-1]}, but the pool has workers "
                              f"0-{pool.workers - 1}")
         # IPython syntax becomes Python, and a syntax error shows once, here.
-        source = self.shell.transform_cell(cell)
-        filename = f"<parallel cell In[{self.shell.execution_count}]>"
-        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        # A cell's body starts on the cell's second line: its line numbers
+        # are the cell's. IPython's compiler names it, so that tracebacks
+        # show "Cell In[N]" for it as for the cell itself.
+        source = ("\n" if from_cell else "") + self.shell.transform_cell(cell)
+        filename = self.shell.compile.cache(source, self.shell.execution_count, raw_code=source)
         compile(source, filename, "exec")
         with pool.profile() as self.last_profile:
             outcomes = self._run_everywhere(pool, targets, (source, filename), args.timeout)
