@@ -358,7 +358,7 @@ class _OutputRelay:
         self._queue = interpreters.Queue(queue_id)
         self._interpreter = interpreters.get_current().id
         self.item: int | None = None
-        self._streams = (_RelayedStream(self, "stdout"), _RelayedStream(self, "stderr"))
+        self.streams = (_RelayedStream(self, "stdout"), _RelayedStream(self, "stderr"))
         self._saved: tuple[Any, Any] | None = None
 
     def send(self, name: str, text: str) -> None:
@@ -369,12 +369,12 @@ class _OutputRelay:
         self.item = index
 
     def flush(self) -> None:
-        for stream in self._streams:
+        for stream in self.streams:
             stream.flush()
 
     def __enter__(self) -> _OutputRelay:
         self._saved = sys.stdout, sys.stderr
-        sys.stdout, sys.stderr = self._streams
+        sys.stdout, sys.stderr = self.streams
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -519,19 +519,50 @@ def profile_functions(on: bool) -> dict[str, Any] | None:
     return None if profiler is None else profiler.results()
 
 
-def run_cell(source: str, filename: str = "<parallel cell>") -> dict[str, Any]:
+class _Tee:
+    """Writes to a StringIO and to a relayed stream: a %%parallel cell's
+    output is both streamed as it is printed and returned at the end."""
+
+    def __init__(self, kept: Any, relayed: _RelayedStream) -> None:
+        self._kept = kept
+        self._relayed = relayed
+
+    def write(self, text: str) -> int:
+        self._kept.write(text)
+        return self._relayed.write(text)
+
+    def flush(self) -> None:
+        self._relayed.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+    def writable(self) -> bool:
+        return True
+
+
+def run_cell(source: str, filename: str = "<parallel cell>",
+             output: int | None = None) -> dict[str, Any]:
     """%%parallel: run a notebook cell in this worker's __main__.
 
     Returns what it printed and, if it raised, the error as data, so that the
-    output printed before an error is not lost. The cell's source goes into
-    linecache, so tracebacks show its lines; targets resolved from names the
-    cell (re)binds are forgotten, so a redefinition takes effect at once.
+    output printed before an error is not lost; with ``output`` (a queue id,
+    see _relay), the output is also sent as it is printed. The cell's source
+    goes into linecache, so tracebacks show its lines; targets resolved from
+    names the cell (re)binds are forgotten, so a redefinition takes effect
+    at once.
     """
     import contextlib
     import io
     import linecache
 
-    out, err = io.StringIO(), io.StringIO()
+    out: Any = io.StringIO()
+    err: Any = io.StringIO()
+    kept = out, err
+    relay = None
+    if output is not None:
+        relay = _OutputRelay(output)
+        out, err = (_Tee(k, r) for k, r in zip(kept, relay.streams, strict=True))
     main = sys.modules["__main__"].__dict__
     before = dict(main)
     error = None
@@ -543,10 +574,12 @@ def run_cell(source: str, filename: str = "<parallel cell>") -> dict[str, Any]:
     except BaseException as exc:
         error = wire.describe_exception(exc, skip_frames=1)
     finally:
+        if relay is not None:
+            relay.flush()
         unbound = object()
         rebound = {name for name, value in main.items() if before.get(name, unbound) is not value}
         _forget_targets(rebound | (before.keys() - main.keys()))
-    return {"stdout": out.getvalue(), "stderr": err.getvalue(), "error": error,
+    return {"stdout": kept[0].getvalue(), "stderr": kept[1].getvalue(), "error": error,
             "defined": sorted(name for name in main.keys() - before.keys()
                               if not name.startswith("_"))}
 

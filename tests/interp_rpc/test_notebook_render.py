@@ -284,7 +284,7 @@ def test_the_widget_bar_shows_the_rate_and_eta_and_is_closed_at_the_end(
     from interp_rpc.notebook import live
 
     monkeypatch.setenv("JPY_SESSION_NAME", "a notebook")  # as JupyterLab starts kernels
-    monkeypatch.setattr(live, "_in_terminal", lambda: False)  # another test's shell may exist
+    monkeypatch.setattr(live, "in_terminal", lambda: False)  # another test's shell may exist
     pool = make_pool(workers=1)
     gate = gates.new()
     records = pool.call_records()

@@ -41,7 +41,7 @@ _WIDGET_STYLE = (
 _widget_style_shown = False
 
 
-def _in_terminal() -> bool:
+def in_terminal() -> bool:
     """Terminal IPython (no kernel): displays cannot be updated in place."""
     from IPython.core.getipython import get_ipython
 
@@ -155,7 +155,7 @@ class LiveView:
 
         global _widget_style_shown
         self._started = True
-        self._terminal = _in_terminal()
+        self._terminal = in_terminal()
         if self._terminal:
             return  # the table is printed once, by stop()
         if self._total and widgets_supported():

@@ -200,8 +200,18 @@ class ParallelMagics(Magics):
         source = ("\n" if from_cell else "") + self.shell.transform_cell(cell)
         filename = self.shell.compile.cache(source, self.shell.execution_count, raw_code=source)
         compile(source, filename, "exec")
-        with pool.profile() as self.last_profile:
-            outcomes = self._run_everywhere(pool, targets, (source, filename), args.timeout)
+        # Streamed while it runs where a display can be updated in place.
+        streamed = None if live.in_terminal() else worker_output.CellOutput(pool)
+        run_args = (source, filename) if streamed is None else (source, filename,
+                                                                 streamed.relay.id)
+        if streamed is not None:
+            streamed.start()
+        try:
+            with pool.profile() as self.last_profile:
+                outcomes = self._run_everywhere(pool, targets, run_args, args.timeout)
+        finally:
+            if streamed is not None:
+                streamed.stop()
         _show_outputs({i: o["stdout"] for i, o in outcomes.items() if isinstance(o, dict)},
                       sys.stdout)
         _show_outputs({i: o["stderr"] for i, o in outcomes.items() if isinstance(o, dict)},
@@ -216,7 +226,7 @@ class ParallelMagics(Magics):
             raise ParallelCellError(errors, workers=len(targets))
 
     def _run_everywhere(self, pool: InterpreterPool, targets: list[int],
-                        run_args: tuple[str, str], timeout: float | None
+                        run_args: tuple[Any, ...], timeout: float | None
                         ) -> dict[int, dict[str, Any] | Exception]:
         """run_cell in each target worker: its outcome, or the error it stands for.
         On Ctrl-C, shows what the finished workers printed and names the busy ones."""
@@ -480,10 +490,7 @@ class ParallelMagics(Magics):
 
 def _show_outputs(texts: dict[int, str], stream: Any) -> None:
     """Each distinct non-empty text once, headed by the workers that printed it."""
-    for workers, text in _render.group_by_worker({i: t for i, t in texts.items() if t}):
-        stream.write(f"[{_render.worker_ranges(workers)}]\n{text}")
-        if not text.endswith("\n"):
-            stream.write("\n")
+    stream.write(worker_output.grouped(texts))
     stream.flush()
 
 
