@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from interp_rpc import _replies, _targets, _wire
-from interp_rpc._errors import CallTimeoutError
+from interp_rpc._errors import MISSING, CallTimeoutError, RemoteError
 from interp_rpc._validation import check_buffersize, check_chunksize, check_timeout
 
 if TYPE_CHECKING:
@@ -90,6 +90,7 @@ class MapRun:
         self._output = output
         # Set to 1 to stop the running chunks before their next item.
         self._stop_flag = bytearray(1)
+        self._finished_at_stop: int | None = None
         try:
             self._refill()
         except BaseException:
@@ -162,7 +163,11 @@ class MapRun:
     # ------------------------------------------------------------ collecting
 
     def _cancel_pending(self) -> None:
-        self._stop_flag[0] = 1
+        if not self._stop_flag[0]:
+            # Counted before the stop: a chunk it ends early replies later.
+            self._finished_at_stop = self._done + sum(
+                count for _, count, handle in self._pending if handle.done)
+            self._stop_flag[0] = 1
         engine = self._pool._engine
         while self._pending:
             _, _, handle = self._pending.popleft()
@@ -207,6 +212,25 @@ class MapRun:
                                                 worker=handle.worker, item_index=start + failed)
         finally:
             self._cancel_pending()
+
+    def collect(self) -> list[Any]:
+        """All the results, as a list. A failing item's RemoteError carries
+        every result that arrived before it, in ``partial_results``."""
+        results: list[Any] = []
+        try:
+            results.extend(self.results())
+        except RemoteError as failure:
+            missing = (self.total or len(results)) - len(results)
+            failure.partial_results = [*results, *[MISSING] * missing]
+            raise
+        return results
+
+    @property
+    def finished_items(self) -> int:
+        """Items whose chunks had finished when the map stopped (or so far)."""
+        if self._finished_at_stop is not None:
+            return self._finished_at_stop
+        return self._done + sum(count for _, count, handle in self._pending if handle.done)
 
     @property
     def total(self) -> int | None:

@@ -19,13 +19,11 @@ from typing import Any, Self
 from interp_rpc import _exit_policy, _replies, _targets, _wire
 from interp_rpc._engine import WORKER_SOURCE, _core, require_engine
 from interp_rpc._errors import (
-    MISSING,
     CallTimeoutError,
     InterpRpcError,
     PoolBrokenError,
     PoolClosedError,
     PoolInitError,
-    RemoteError,
     WorkerDiedError,
     WorkerInitFailure,
 )
@@ -146,17 +144,9 @@ class InterpreterPool(Executor):
         that really started). A failing item's RemoteError carries every
         result that arrived before it, in ``partial_results``. ``errors`` and
         ``output`` are MapRun's."""
-        run = MapRun(self, fn, iterables, timeout=timeout, chunksize=chunksize,
-                     buffersize=None, on_dispatched=on_dispatched, errors=errors,
-                     output=output)
-        results: list[Any] = []
-        try:
-            results.extend(run.results())
-        except RemoteError as failure:
-            missing = (run.total or len(results)) - len(results)
-            failure.partial_results = [*results, *[MISSING] * missing]
-            raise
-        return results
+        return MapRun(self, fn, iterables, timeout=timeout, chunksize=chunksize,
+                      buffersize=None, on_dispatched=on_dispatched, errors=errors,
+                      output=output).collect()
 
     def _on_every_worker(self, target: object, args: tuple[Any, ...] = (),
                          kwargs: dict[str, Any] | None = None, timeout: float | None = None

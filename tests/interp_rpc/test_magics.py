@@ -453,6 +453,9 @@ def test_ctrl_c_stops_a_running_chunk_before_its_next_item(run: Run, tmp_path: P
         interrupter.join()
         gate.touch()
     assert isinstance(ran.error, KeyboardInterrupt), ran.shown
+    assert "Interrupted: 0 of 10 items had completed" in ran.err
+    assert re.search(r"worker \d is still running held \(its chunk from item 0, for [\d.]+ s\); "
+                     r"it stops after its current item", ran.err), ran.err
     wait_until(lambda: all(w.state == "idle" for w in pool.status()), what="workers idle")
     # The chunk held item 0 when Ctrl-C came: it ran no item after it.
     assert sorted(p.name for p in tmp_path.glob("ran-*")) == ["ran-0"]

@@ -45,6 +45,7 @@ from interp_rpc._errors import (
     RemoteError,
     WorkerDiedError,
 )
+from interp_rpc._map import MapRun
 from interp_rpc._pool import InterpreterPool
 from interp_rpc._profile import Profile
 from interp_rpc.notebook import live, options, profile, worker_output
@@ -342,13 +343,16 @@ class ParallelMagics(Magics):
                              stuck_after=self.stuck_after, since=first)
         printed = worker_output.WorkerOutput(pool)
         printed.start()
+        run: MapRun | None = None
         try:
             with pool.profile(functions=args.profile) as self.last_profile:
-                results = pool._map(target, (items,), timeout=args.timeout,
-                                    chunksize=args.chunksize, on_dispatched=view.start,
-                                    errors=args.errors, output=printed.relay.id)
+                run = MapRun(pool, target, (items,), timeout=args.timeout,
+                             chunksize=args.chunksize, buffersize=None,
+                             on_dispatched=view.start, errors=args.errors,
+                             output=printed.relay.id)
+                results = run.collect()
         except KeyboardInterrupt:
-            self._report_interrupted(pool, first, len(items))
+            self._report_interrupted(pool, run, len(items))
             raise
         except RemoteError as failure:
             if args.out and failure.partial_results is not None:
@@ -408,18 +412,16 @@ class ParallelMagics(Magics):
             raise UsageError(f"iterating ITEMS {source!r} raised {type(exc).__name__}: "
                              f"{exc}") from None
 
-    def _report_interrupted(self, pool: InterpreterPool, first: tuple[int, int],
-                            total: int) -> None:
-        after, first_id = first
-        done = sum(r.item_count for r in pool.call_records(after)
-                   if r.id >= first_id and r.outcome == "replied" and r.item_index is not None)
+    @staticmethod
+    def _report_interrupted(pool: InterpreterPool, run: MapRun | None, total: int) -> None:
+        done = 0 if run is None else run.finished_items
         busy = [w for w in pool.status() if w.state == "busy"]
         print(f"Interrupted: {done} of {total} items had completed; queued items were "
               "cancelled.", file=sys.stderr)
         for w in busy:
-            print(f"  worker {w.index} is still running {w.target} (item {w.item_index}) for "
-                  f"{w.busy_seconds:.1f} s; it cannot be stopped and will finish on its own.",
-                  file=sys.stderr)
+            print(f"  worker {w.index} is still running {w.target} (its chunk from item "
+                  f"{w.item_index}, for {w.busy_seconds:.1f} s); it stops after its current "
+                  "item, which cannot be interrupted.", file=sys.stderr)
 
     # ------------------------------------------------------- status, profile
 
