@@ -312,7 +312,10 @@ void pool::worker_main(std::shared_ptr<shared_state> shared, int index) {
           c = s.queue.pop(index, generation);
         }
         if (!c) {
-          if (s.queue.closed() && s.peek_fault(index) == worker_fault::none) break;
+          // Closed and nothing left for this worker: it stops. Only an
+          // exit_now fault still has a say (the loop's top handles it); a
+          // die_on_next_call fault waits for a call that will never come.
+          if (s.queue.closed() && s.peek_fault(index) != worker_fault::exit_now) break;
           continue;
         }
         if (s.peek_fault(index) == worker_fault::die_on_next_call) {
