@@ -5,6 +5,7 @@
 #include "core/buffer_lease.hpp"
 #include "core/clock.hpp"
 #include "core/codes.hpp"
+#include "core/free_memory.hpp"
 #include "core/python_ref.hpp"
 #include "core/subinterpreter.hpp"
 
@@ -501,6 +502,7 @@ std::vector<stuck_worker> pool::finish_close() {
     }
     s.completion_cv.notify_all();
     m_completion_thread.join();
+    return_free_memory_to_os();  // every thread of this pool has ended
   }
   return stuck;
 }
