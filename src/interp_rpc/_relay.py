@@ -10,7 +10,6 @@ the process prints.
 
 from __future__ import annotations
 
-from concurrent import interpreters
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
@@ -30,6 +29,11 @@ class OutputRelay:
     """The queue the workers' output goes into, and what has arrived."""
 
     def __init__(self, pool: InterpreterPool) -> None:
+        # Imported on first use: the notebook extension loads while a kernel
+        # starts, and must not make its startup (or a shutdown then) slower.
+        from concurrent import interpreters
+
+        self._empty = interpreters.QueueEmpty
         self._queue = interpreters.create_queue()
         # Workers label their output with their interpreter's id.
         self._workers = {int(i): index for index, i in enumerate(pool._engine.interpreter_ids)}
@@ -46,7 +50,7 @@ class OutputRelay:
         while True:
             try:
                 sent = self._queue.get_nowait()
-            except interpreters.QueueEmpty:
+            except self._empty:
                 return arrived
             if not isinstance(sent, tuple):  # what an interpreter gone since left behind
                 continue
