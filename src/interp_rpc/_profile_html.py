@@ -247,11 +247,11 @@ def html(profile: Profile) -> str:
             f"<div class='irpc-static'>{picture}"
             "</div><div class='irpc-live' hidden></div>"
             f"{_table(profile.summary())}{_slowest(profile)}{functions}"
-            f"<script type='application/json' class='irpc-data'>{_json_in_html(data)}</script>"
+            f"<script type='application/json' class='irpc-data'>{json_in_html(data)}</script>"
             f"<script>{SCRIPT}</script></div>")
 
 
-def _json_in_html(text: str) -> str:
+def json_in_html(text: str) -> str:
     """JSON that cannot end the <script> element it sits in."""
     return text.replace("</", "<\\/")
 
