@@ -144,8 +144,9 @@ class MapRun:
     def _cancel_pending(self) -> None:
         engine = self._pool._engine
         while self._pending:
-            _, _, handle = self._pending.popleft()
-            engine.cancel(handle)
+            start, count, handle = self._pending.popleft()
+            if not engine.cancel(handle):  # it runs, or ran: its reply has its item times
+                self._pool._profiling.abandoned(handle, start, count)
 
     def results(self) -> Iterator[Any]:
         """The results, in order; the generator cancels what is left when

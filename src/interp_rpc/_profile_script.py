@@ -171,10 +171,9 @@ SCRIPT = r"""
         var s = Math.max(v0, d.s[i]), e = Math.min(v1, d.e[i]);
         var c0 = Math.min(PLOT - 1, Math.floor((s - v0) / perColumn));
         var c1 = Math.min(PLOT - 1, Math.floor((e - v0) / perColumn));
-        var first = column(d.w[i], c0);
-        first.n += d.n[i]; if (problem[d.o[i]]) first.bad += d.n[i];
         for (var k = c0; k <= c1; k++) {
           var c = column(d.w[i], k);
+          c.n += d.n[i]; if (problem[d.o[i]]) c.bad += d.n[i];
           var share = (Math.min(e, v0 + (k + 1) * perColumn) - Math.max(s, v0 + k * perColumn)) / perColumn;
           c.busy += Math.max(0, share);
           c.t[d.t[i]] = (c.t[d.t[i]] || 0) + Math.max(share, 1e-9);
@@ -186,7 +185,7 @@ SCRIPT = r"""
         var r = el('rect', {x: LEFT + c.c, y: y + 4, width: 1, height: LANE - 8, fill: d.colours[main],
                             'fill-opacity': Math.max(0.25, Math.min(1, c.busy)), 'data-column': c.c});
         if (c.bad) el('rect', {x: LEFT + c.c, y: y + 1, width: 1, height: 3, fill: PROBLEM});
-        var text = c.n + ' item(s) start in this column' + (c.bad ? ', ' + c.bad + ' failed, cancelled or timed out' : '') +
+        var text = c.n + ' item(s) in this column' + (c.bad ? ', ' + c.bad + ' failed, cancelled or timed out' : '') +
           '\nbusy ' + Math.round(Math.min(1, c.busy) * 100) + '% of it\n' +
           Object.keys(c.t).map(function (t) { return d.targets[t]; }).join(', ');
         v.hover(r, text);
@@ -200,7 +199,8 @@ SCRIPT = r"""
         (d.g[i] > 1 ? ' (average of a group of ' + d.g[i] + ' short items)' : ''),
         'serialization: request ' + fmt(d.ser[i]) + ' + ' + fmt(d.de[i]) + ', results ' + fmt(d.rs[i]) +
         (d.ri[i] > 1 ? ' (for its chunk of ' + d.ri[i] + ' items)' : ''),
-        'outcome: ' + d.outcomes[d.o[i]]];
+        'outcome: ' + d.outcomes[d.o[i]] + (d.g[i] > 1 && d.outcomes[d.o[i]] === 'timed out' ?
+          ' (one of its group of ' + d.g[i] + ' ran when the caller gave up)' : '')];
       return lines.join('\n');
     }
     function zoomTo(a, b) {

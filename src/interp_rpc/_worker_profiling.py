@@ -93,6 +93,17 @@ def item_spans(marks: list[int]) -> list[tuple[int, int, int]]:
     return spans
 
 
+def group_spans(marks: list[int]) -> list[tuple[int, int]]:
+    """Per item, ``(start_ns, end_ns)`` of the group it was timed in."""
+    spans: list[tuple[int, int]] = []
+    start = marks[0]
+    for index in range(1, len(marks) - 1, 2):
+        count, end = marks[index], marks[index + 1]
+        spans += [(start, end)] * count
+        start = end
+    return spans
+
+
 # ----------------------------------------------------------- function profiler
 
 # C functions the worker's own code calls while the profiler is on (to run a

@@ -48,6 +48,8 @@ THEMES = {"light": "JupyterLab Light", "dark": "JupyterLab Dark"}
 #: Items of the profiled map, and the one that fails in the second profile.
 ITEMS = 24
 FAILING_ITEM = 5
+#: Items of a profile drawn aggregated per pixel column (over 5,000).
+MANY = 8000
 
 CELLS = [
     "%parallel_pool -n 2",
@@ -66,6 +68,7 @@ CELLS = [
     "    except Exception as error:\n"
     "        print('failed as intended:', type(error).__name__)\n"
     "failing",
+    f"with pool.profile() as many:\n    list(pool.map('builtins.abs', range({MANY})))\nmany",
 ]
 
 pytestmark = demo.pytestmark
@@ -387,6 +390,32 @@ def test_a_failed_item_is_marked_and_its_card_says_so(page: Page) -> None:
               "hovering the failed bar did not show its card")
     assert "outcome: failed" in shown.text and f"item: {FAILING_ITEM}" in shown.text, shown.text
     shot(page, cell, "failed")
+
+
+def test_above_5000_items_the_timeline_aggregates_until_zoomed_in(page: Page) -> None:
+    from interp_rpc._profile_html import AGGREGATE_ABOVE
+
+    assert MANY > AGGREGATE_ABOVE
+    cell = profile_cell(page, "with pool.profile() as many")
+    svg = live_timeline(page, cell)
+    columns = svg.find_elements(By.CSS_SELECTOR, "rect[data-column]")
+    assert columns and not item_bars(svg), "more than 5,000 items were drawn one by one"
+    status = cell.find_element(By.CSS_SELECTOR, ".irpc-range")
+    assert f"({MANY} items, aggregated per pixel column)" in status.text, status.text
+    ActionChains(page.browser).move_to_element(columns[len(columns) // 2]).perform()
+    shown = card(cell)
+    demo.wait(page.browser, demo.UI_TIMEOUT, lambda b: demo.visible(shown),
+              "hovering a column did not show its card")
+    assert re.match(r"[1-9][0-9]* item\(s\) in this column\nbusy [0-9]+% of it\n"
+                    r"builtins.abs", shown.text), shown.text
+    shot(page, cell, "aggregated")
+    for _ in range(10):  # zoom in on the middle until few enough items are in view
+        if item_bars(svg):
+            break
+        ActionChains(page.browser).scroll_from_origin(ScrollOrigin.from_element(svg), 0, -400
+                                                      ).perform()
+    assert item_bars(svg), f"zooming in never drew the items one by one: {status.text}"
+    assert "aggregated" not in status.text, status.text
 
 
 # ------------------------------------------------------- the function profile
