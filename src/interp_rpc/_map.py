@@ -121,7 +121,7 @@ class MapRun:
             pool = self._pool
             # Per chunk: a pool.profile() that starts during a lazy map times
             # the chunks sent after it started.
-            mode = pool._profiling.chunk_mode(self._mode)
+            mode = pool._profiling.chunk_mode(self._mode, len(chunk))
             encoded = pool._encode(self._fn, (chunk,), {}, mode, start)
             handle = pool._submit(encoded, item_index=start, item_count=len(chunk))
             self._pending.append((start, len(chunk), handle))
@@ -168,8 +168,10 @@ class MapRun:
                 values, failed, error, *marks = _replies.reply_value(
                     handle.status, handle.reply_kind, handle.reply, handle.worker, self._fn,
                     (), {}, chunk_start=start)
-                if marks:  # the chunk was profiled: its items' times
-                    self._pool._profiling.item_marks(handle.id, marks[0], failed)
+                if marks or (failed >= 0 and self._pool._profiling.on):
+                    # Its items' times (a profiled chunk), or which one failed.
+                    self._pool._profiling.item_marks(handle.id, marks[0] if marks else None,
+                                                     failed)
                 if not self._exhausted:
                     self._refill()
                 # Popped one by one, so that no result stays referenced here

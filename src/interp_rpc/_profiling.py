@@ -42,12 +42,18 @@ class ProfileRecorder:
         self._sessions: list[ProfileSession] = []
         self.functions_session: ProfileSession | None = None
 
-    def chunk_mode(self, mode: str) -> str:
-        """A chunk request's mode: with item times while a session is on."""
-        return mode + _worker_profiling.ITEM_TIMES if self._sessions else mode
+    @property
+    def on(self) -> bool:
+        return bool(self._sessions)
 
-    def item_marks(self, call_id: int, marks: list[int], failed: int) -> None:
-        """A profiled chunk's reply: its items' times, and which failed (or -1)."""
+    def chunk_mode(self, mode: str, items: int) -> str:
+        """A chunk request's mode: with item times while a session is on (a
+        chunk of one item needs none: its request's times are the item's)."""
+        return mode + _worker_profiling.ITEM_TIMES if self._sessions and items > 1 else mode
+
+    def item_marks(self, call_id: int, marks: list[int] | None, failed: int) -> None:
+        """A map chunk's reply: its items' times (None: a chunk of one item,
+        not timed), and which item failed (or -1)."""
         for session in self._sessions:
             session.marks[call_id] = (marks, failed)
 
@@ -90,7 +96,8 @@ class ProfileSession:
         self._pool = pool
         self._recorder = recorder
         self.functions = functions
-        self.marks: dict[int, tuple[list[int], int]] = {}
+        #: Per map chunk: its items' times (None: not timed), and its failed item or -1.
+        self.marks: dict[int, tuple[list[int] | None, int]] = {}
         #: Calls the caller gave up on: when (time.monotonic_ns()).
         self.timed_out: dict[int, int] = {}
         #: Map chunks whose replies the caller did not read: (handle, first item, items).
@@ -152,7 +159,8 @@ class ProfileSession:
             return records
 
         profile.pending = build
-        groups = sum(len(marks[r["id"]][0]) // 2 for r in mine if r["id"] in marks)
+        groups = sum(len(m) // 2 for r in mine
+                     if (m := marks.get(r["id"], (None, -1))[0]) is not None)
         profile.item_timing_overhead_ns = int(groups * clock_read_ns())
         # The timeline spans the work: from the first request's pickling to
         # the last item's end (the whole session when nothing ran).
@@ -180,8 +188,7 @@ class ProfileSession:
                 self.profile.notes.append(f"request {call_id}'s item times are unknown: its "
                                           f"reply could not be loaded here ({exc})")
                 continue
-            if len(reply) == 4:  # a profiled chunk: (results, failed, error, marks)
-                self.marks[call_id] = (reply[3], reply[1])
+            self.marks[call_id] = (reply[3] if len(reply) == 4 else None, reply[1])
 
     def _running(self, call_id: int, worker: int, target: str, item: int | None, start: int,
                  end: int) -> model.ItemRecord:
@@ -215,21 +222,24 @@ class ProfileSession:
         return outcomes
 
 
-def _items_of(r: dict[str, Any], marks: tuple[list[int], int] | None,
+def _items_of(r: dict[str, Any], marks: tuple[list[int] | None, int] | None,
               gave_up_ns: int | None) -> list[model.ItemRecord]:
     """The ItemRecords of one request, from the engine's record of it.
     ``gave_up_ns``: when the caller stopped waiting for it, if it did."""
     t = r["timing"]
+    first, count = r["item_index"], r["item_count"]
     outcome = _OUTCOMES.get(r["outcome"], model.OK)
+    item_times, failed = marks if marks is not None else (None, -1)
     if outcome == model.OK:
-        if gave_up_ns is not None and (marks is None or r["item_index"] is None):
+        if gave_up_ns is not None and (item_times is None or r["item_index"] is None):
             outcome = model.TIMED_OUT
+        elif failed >= 0 and count == 1:  # a chunk of one item, not timed: its item failed
+            outcome = model.FAILED
         elif r["reply_kind"] == _wire.RESULT_UNSHAREABLE:
             outcome = model.UNSHAREABLE
         elif r["reply_kind"] != _wire.RETURNED:
             outcome = model.FAILED
     ran = t["started_ns"] > 0 and outcome not in (model.CANCELLED, model.NOT_RUN)
-    first, count = r["item_index"], r["item_count"]
 
     def record(item: int | None, n: int, outcome: str, start: int, end: int,
                group: int) -> model.ItemRecord:
@@ -242,11 +252,10 @@ def _items_of(r: dict[str, Any], marks: tuple[list[int], int] | None,
 
     if not ran:
         return [record(first, count, outcome, 0, 0, 1)]
-    if first is None or marks is None:
+    if first is None or item_times is None:
         return [record(first, count, outcome, t["started_ns"], t["finished_ns"], count)]
-    spans = _worker_profiling.item_spans(marks[0])
-    failed = marks[1]
-    groups = _worker_profiling.group_spans(marks[0])
+    spans = _worker_profiling.item_spans(item_times)
+    groups = _worker_profiling.group_spans(item_times)
 
     def item_outcome(k: int) -> str:
         if k == failed:

@@ -89,6 +89,15 @@ def test_a_failed_item_is_marked_and_the_rest_of_its_chunk_did_not_run(
     assert by_item[5].outcome == model.NOT_RUN and by_item[5].count == 5
 
 
+def test_a_failed_item_alone_in_its_chunk_is_marked(prof_pool: InterpreterPool) -> None:
+    # A chunk of one item carries no item times (its request's are the item's).
+    with prof_pool.profile() as prof, pytest.raises(RemoteError):
+        list(prof_pool.map("profiletasks.fail_at", range(6), [4] * 6, chunksize=1))
+    by_item = {r.item: r for r in prof.records}
+    assert by_item[4].outcome == model.FAILED and by_item[4].ran
+    assert all(by_item[i].outcome == model.OK for i in range(4))
+
+
 def test_exported_trace_is_trace_event_json_with_one_slice_per_item(
         prof_pool: InterpreterPool, tmp_path: Path) -> None:
     with prof_pool.profile() as prof:
@@ -178,8 +187,10 @@ def test_the_static_picture_marks_failures_and_has_ticks_with_units() -> None:
 
 
 def test_views_say_when_the_call_log_wrapped(prof_pool: InterpreterPool) -> None:
+    # The engine's call log keeps the last 16,384 records.
     with prof_pool.profile() as prof:
-        list(prof_pool.map("builtins.abs", range(16_500), chunksize=1))
+        futures = [prof_pool.submit("builtins.abs", -n) for n in range(16_500)]
+        assert [f.result() for f in futures] == list(range(16_500))
     assert prof.lost_records > 0
     assert any("lost" in w for w in prof.warnings())
     assert "were lost" in prof._repr_html_() and "were lost" in prof.text()
