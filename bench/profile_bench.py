@@ -19,6 +19,7 @@ stay under 2 %.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
 import sys
@@ -52,6 +53,55 @@ def spread(values: list[float]) -> str:
     """The median and the middle half, as percentages."""
     q1, median, q3 = statistics.quantiles(values, n=4)
     return f"{median:+.1%} ({q1:+.1%} to {q3:+.1%})"
+
+
+def best_ns(run: Callable[[], object], repeats: int = 300) -> int:
+    best = 1 << 62
+    for _ in range(repeats):
+        start = time.perf_counter_ns()
+        run()
+        best = min(best, time.perf_counter_ns() - start)
+    return best
+
+
+def parts_ns(chunk_sizes: list[int]) -> dict[str, int]:
+    """What per-item timing adds to one map with these chunks, from its parts,
+    each timed alone in this thread (best of many runs: a busy machine only
+    adds): the worker's loop over a chunk, pickling and unpickling the reply,
+    and the caller keeping the items' times. The sums, in ns per map."""
+    import workloads
+
+    from interp_rpc import _profiling, _worker, _worker_profiling
+
+    class Session:  # what ProfileRecorder.item_marks writes to
+        def __init__(self) -> None:
+            self.marks: dict[int, object] = {}
+
+    recorder = _profiling.ProfileRecorder()
+    recorder._sessions = [Session()]  # type: ignore[list-item]
+    fn = workloads.identity
+    out = {"worker loop": 0, "reply pickling": 0, "caller": 0}
+    for n in chunk_sizes:
+        if n < 2:  # a chunk of one item is not timed (ProfileRecorder.chunk_mode)
+            continue
+        chunk = list(range(n))
+        plain = _worker._run_chunk(fn, chunk, False)
+        timed = _worker_profiling.run_chunk_timed(fn, chunk, False, "bench")
+        out["worker loop"] += (
+            best_ns(functools.partial(_worker_profiling.run_chunk_timed, fn, chunk, False,
+                                      "bench"))
+            - best_ns(functools.partial(_worker._run_chunk, fn, chunk, False)))
+        out["reply pickling"] += (
+            best_ns(functools.partial(round_trip, timed))
+            - best_ns(functools.partial(round_trip, plain)))
+        out["caller"] += best_ns(functools.partial(recorder.item_marks, 1, timed[3], -1))
+    return out
+
+
+def round_trip(reply: object) -> object:
+    from interp_rpc import _wire
+
+    return _wire.loads(_wire.dumps_result(reply))
 
 
 def load() -> str:
@@ -97,6 +147,9 @@ def main() -> None:
                  "inside pool.profile(functions=True)": inside(True)}
         for run in modes.values():  # warm-up: imports, group sizes, caches
             run()
+        before = pool.stats().calls
+        one_map()
+        chunk_sizes = [r.item_count for r in pool.call_records(before)]
         wall: dict[str, list[float]] = {name: [] for name in modes}
         cpu: dict[str, list[float]] = {name: [] for name in modes}
         for _ in range(args.rounds):
@@ -120,6 +173,13 @@ def main() -> None:
                         f"{spread(ratios(cpu[name], cpu['plain']))}")
         print(f"| {name} | {median * 1e3:.2f} | {args.items / median:,.0f} | {overhead} |")
     print("\n(overheads: median of the rounds' ratios, and the middle half of them)")
+    parts = parts_ns(chunk_sizes)
+    added = sum(parts.values())
+    plain_cpu = statistics.median(cpu["plain"]) * 1e9
+    print(f"\nFrom its parts, per map of {len(chunk_sizes)} chunks: "
+          + ", ".join(f"{k} {v / 1e3:+.1f} µs" for k, v in parts.items())
+          + f"; {added / 1e3:+.1f} µs in all, {added / plain_cpu:+.2%} of the plain map's "
+          f"median CPU time ({plain_cpu / 1e6:.2f} ms).")
     mode = "inside pool.profile()"
     for clock, values in (("wall", wall), ("CPU", cpu)):
         ratio = statistics.median(ratios(values[mode], values["plain"]))
