@@ -5,7 +5,8 @@ calls, total and cumulative time summed over workers, then per worker; a
 trusted notebook sorts it on a header click. The icicle is built from the
 merged caller/callee edges (cProfile keeps no full stacks): each function's
 children share its width in proportion to the cumulative time spent in them
-when called from it.
+when called from it. A trusted notebook's script redraws it interactive
+(a card per box, a click zooms to it) from the boxes embedded as JSON.
 """
 
 from __future__ import annotations
