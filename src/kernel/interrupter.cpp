@@ -80,16 +80,19 @@ interrupter::request_guard::~request_guard() {
   m_owner.close();
 }
 
-interrupter::input_wait::input_wait(interrupter& owner) : m_owner(owner) {
+interrupter::cancellable_wait::cancellable_wait(interrupter& owner) : m_owner(owner) {
   std::lock_guard lock(m_owner.m_mutex);
-  m_owner.m_waiting_for_input = true;
-  m_owner.m_input_cancel.drain();  // an interrupt of an earlier wait
+  m_owner.m_waiting = true;
+  m_owner.m_cancel.drain();  // an interrupt of an earlier wait
+  if (m_owner.m_stopping) {
+    m_owner.m_cancel.notify();
+  }
 }
 
-interrupter::input_wait::~input_wait() {
+interrupter::cancellable_wait::~cancellable_wait() {
   std::lock_guard lock(m_owner.m_mutex);
-  m_owner.m_waiting_for_input = false;
-  m_owner.m_input_cancel.drain();
+  m_owner.m_waiting = false;
+  m_owner.m_cancel.drain();
 }
 
 void interrupter::stop() {
@@ -100,19 +103,27 @@ void interrupter::stop() {
   interrupt();
 }
 
+bool interrupter::stopping() {
+  std::lock_guard lock(m_mutex);
+  return m_stopping;
+}
+
 bool interrupter::interrupt() {
   std::lock_guard lock(m_mutex);
-  if (m_depth == 0) {
-    return false;
+  const bool in_window = m_depth > 0;
+  if (in_window) {
+    // Async-signal-safe and GIL-free. If the user's code replaced SIGINT's
+    // handler, this calls theirs; if it ignores SIGINT, this does nothing.
+    // Before the wait ends: the waiter then finds the handler tripped.
+    PyErr_SetInterrupt();
   }
-  // Async-signal-safe and GIL-free. If the user's code replaced SIGINT's
-  // handler, this calls theirs; if it ignores SIGINT, this does nothing.
-  PyErr_SetInterrupt();
-  if (m_waiting_for_input) {
-    m_input_cancel.notify();
+  if (m_waiting) {
+    m_cancel.notify();
   }
-  pthread_kill(m_main_thread, wake_signal());
-  return true;
+  if (in_window) {
+    pthread_kill(m_main_thread, wake_signal());
+  }
+  return in_window || m_waiting;
 }
 
 }  // namespace interp_rpc::kernel

@@ -70,37 +70,42 @@ class interrupter {
     interrupter& m_owner;
   };
 
-  // Main thread, without the GIL, while it waits for the frontend's answer to
-  // an input request: an interrupt makes input_cancel_fd() readable, which
-  // ends the wait (the server polls it).
-  class input_wait {
+  // Main thread, without the GIL, while it blocks outside Python: waiting for
+  // the frontend's answer to an input request, or for IPython's import. An
+  // interrupt, or the kernel's stop, makes cancel_fd() readable, which ends
+  // the wait (the waiter polls it). Outside a window, an interrupt only
+  // ends the wait: it trips no KeyboardInterrupt.
+  class cancellable_wait {
    public:
-    explicit input_wait(interrupter& owner);
-    ~input_wait();
-    input_wait(const input_wait&) = delete;
-    input_wait& operator=(const input_wait&) = delete;
+    explicit cancellable_wait(interrupter& owner);
+    ~cancellable_wait();
+    cancellable_wait(const cancellable_wait&) = delete;
+    cancellable_wait& operator=(const cancellable_wait&) = delete;
 
    private:
     interrupter& m_owner;
   };
-  int input_cancel_fd() const noexcept { return m_input_cancel.fd(); }
+  int cancel_fd() const noexcept { return m_cancel.fd(); }
 
-  // Any thread (the control thread). Returns whether the window was open.
+  // Any thread (the control thread). Returns whether it reached the user's
+  // code or a cancellable wait.
   bool interrupt();
 
   // Any thread (the control thread), when the kernel shuts down: interrupts
   // the user's code now and whenever it starts from now on (a cell queued or
   // still waiting for IPython to start), so that the main thread gets back to
-  // its loop and stops.
+  // its loop and stops. A cancellable wait ends, now or as it begins.
   void stop();
+  // Any thread: whether stop() was called.
+  bool stopping();
 
  private:
   pthread_t m_main_thread;
-  wake_pipe m_input_cancel;
+  wake_pipe m_cancel;
   std::mutex m_mutex;
   // Guarded by m_mutex:
   int m_depth = 0;  // open windows
-  bool m_waiting_for_input = false;
+  bool m_waiting = false;  // in a cancellable wait
   bool m_stopping = false;
 };
 
