@@ -43,6 +43,19 @@ nl::json to_json_object(const py::handle& value) {
   return pyjson::to_json(value);
 }
 
+// Whether the Python code calling the current C++ function is `body`.
+bool called_from(const py::handle& body) {
+  PyFrameObject* frame = PyThreadState_GetFrame(PyThreadState_Get());
+  if (frame == nullptr) {
+    return false;
+  }
+  PyCodeObject* code = PyFrame_GetCode(frame);
+  const bool same = reinterpret_cast<PyObject*>(code) == body.ptr();
+  Py_DECREF(code);
+  Py_DECREF(frame);
+  return same;
+}
+
 std::string type_name(const py::handle& type) {
   return py::str(type.attr("__name__")).cast<std::string>();
 }
@@ -340,6 +353,26 @@ def interruptible(run_code, open_window, close_window):
       scope["interruptible"](m_shell.attr("run_code"),
                              py::cpp_function([this] { m_interrupter.open(); }),
                              py::cpp_function([this] { m_interrupter.close(); }));
+  // Interrupts wait while IPython reports an error (see interrupter.hpp).
+  // Its report of the error that ended the user's code comes from run_code.
+  const py::object showtraceback = m_shell.attr("showtraceback");
+  const py::object run_code_body =
+      py::type::handle_of(m_shell).attr("run_code").attr("__code__");
+  m_shell.attr("showtraceback") = py::cpp_function(
+      [this, showtraceback, run_code_body](const py::args& args, const py::kwargs& kwargs) {
+        const bool ends_window = called_from(run_code_body);
+        py::object result;
+        {
+          interrupter::report_scope reporting(m_interrupter, ends_window);
+          result = showtraceback(*args, **kwargs);
+        }
+        // A traceback the user's code showed: an interrupt held back during
+        // the report is raised here, in that code, as it returns.
+        if (!ends_window && PyErr_CheckSignals() != 0) {
+          throw py::error_already_set();
+        }
+        return result;
+      });
   // One file name per cell, so that tracebacks read "Cell In[3], line 2" and
   // show the cell's source.
   m_shell.attr("compile").attr("get_filename") =
@@ -633,6 +666,7 @@ void interpreter::detach_from_kernel() {
     display_pub.attr("clear_output") = py::none();
     m_shell.attr("displayhook").attr("publish_execution_result") = py::none();
     py::delattr(m_shell, "_showtraceback");
+    py::delattr(m_shell, "showtraceback");
     py::delattr(m_shell, "run_code");
     py::delattr(m_shell, "ask_exit");
     py::delattr(m_shell, "set_next_input");

@@ -21,6 +21,13 @@
 // lock:` acquired its lock skips the release (CPython raises it before the
 // with block is set up), and the lock of IPython's history, leaked that way,
 // deadlocks the next cell.
+//
+// Error reports. IPython shows an error in showtraceback, which catches a
+// KeyboardInterrupt raised while it formats the traceback and prints it in
+// place of the report. An interrupt arriving then (a second Ctrl-C, while
+// the first's error is being shown) would lose the report, or, in a
+// traceback the cell shows itself (%tb, ipywidgets' Output), the interrupt.
+// So interrupts wait while an error is reported (see report_scope).
 #pragma once
 
 #include <pthread.h>
@@ -51,6 +58,27 @@ class interrupter {
     ~window() { m_owner.close(); }
     window(const window&) = delete;
     window& operator=(const window&) = delete;
+
+   private:
+    interrupter& m_owner;
+  };
+
+  // Main thread, holding the GIL, around IPython's report of an error: an
+  // interrupt that comes meanwhile (or that tripped the handler just before)
+  // is held back.
+  // - ends_window false (a traceback the user's code shows): once the report
+  //   is over, the held interrupt trips the handler again, for that code.
+  // - ends_window true (IPython's report of the error that ended the user's
+  //   code, from run_code): interrupts are held until the window closes,
+  //   and then dropped (the cell is over: a KeyboardInterrupt after the
+  //   report would report a second error) or, in a nested window (a cell
+  //   that called run_cell), raised in the code around it.
+  class report_scope {
+   public:
+    report_scope(interrupter& owner, bool ends_window);
+    ~report_scope();
+    report_scope(const report_scope&) = delete;
+    report_scope& operator=(const report_scope&) = delete;
 
    private:
     interrupter& m_owner;
@@ -100,11 +128,17 @@ class interrupter {
   bool stopping();
 
  private:
+  // Whether an interrupt now is held back (see report_scope); with m_mutex.
+  bool holding() const noexcept;
+
   pthread_t m_main_thread;
   wake_pipe m_cancel;
   std::mutex m_mutex;
   // Guarded by m_mutex:
   int m_depth = 0;  // open windows
+  int m_reports = 0;  // report_scopes alive
+  int m_ended_depth = 0;  // the window whose code has ended in an error; 0: none
+  bool m_held = false;  // an interrupt held back (see report_scope)
   bool m_waiting = false;  // in a cancellable wait
   bool m_stopping = false;
 };

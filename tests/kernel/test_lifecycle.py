@@ -107,13 +107,29 @@ def wait_for_execute_input(kernel: Kernel, msg_id: str) -> None:
 
 def test_shutdown_with_cells_waiting(slow_import_kernel: tuple[Kernel, Path]) -> None:
     # Sent while IPython is still being imported: the first cell waits for the
-    # import, the others behind it. They must not hold the exit up, and the
-    # cell in hand, which never ran, is answered "aborted". (The kernel never
-    # reads the others: like ipykernel, it does not answer them.)
+    # import, the others behind it. They must not hold the exit up.
     kernel, log = slow_import_kernel
-    msg_ids = [kernel.send("import time; time.sleep(60)") for _ in range(3)]
+    for _ in range(3):
+        kernel.send("import time; time.sleep(60)")
+    assert_clean_exit(kernel, log)
+
+
+def test_a_cell_waiting_for_ipython_at_shutdown_is_aborted(
+        slow_import_kernel: tuple[Kernel, Path]) -> None:
+    # The cell in hand never ran: it is answered "aborted". (The kernel never
+    # reads the cells behind it: like ipykernel, it does not answer them.)
+    # jupyter_client interrupts before it asks for the shutdown; this is the
+    # shutdown request alone, then its wait and kill.
+    kernel, log = slow_import_kernel
+    msg_ids = [kernel.send("import time; time.sleep(60)") for _ in range(2)]
     wait_for_execute_input(kernel, msg_ids[0])
-    assert_clean_exit(kernel, log, keep_channels=True)
+    provisioner = kernel.manager.provisioner
+    assert provisioner is not None
+    process = provisioner.process  # type: ignore[attr-defined]
+    kernel.client.shutdown()
+    kernel.manager.finish_shutdown()  # kills it after shutdown_wait_time
+    kernel.manager.cleanup_resources()
+    assert process.returncode == 0, log.read_text()
     reply = kernel.client.get_shell_msg(timeout=10)
     assert reply["parent_header"]["msg_id"] == msg_ids[0]
     assert reply["content"]["status"] == "aborted"
