@@ -1,50 +1,81 @@
 #include "core/job_queue.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "core/spin.hpp"
 
 namespace interp_rpc::core {
 
+namespace {
+std::size_t lanes(int workers) { return static_cast<std::size_t>(std::max(workers, 0)); }
+}  // namespace
+
 job_queue::job_queue(int workers)
-    : m_pinned(static_cast<std::size_t>(std::max(workers, 0))),
-      m_lane_closed(static_cast<std::size_t>(std::max(workers, 0)), false) {}
+    : m_wake(std::make_unique<std::condition_variable[]>(lanes(workers))),
+      m_pinned(lanes(workers)),
+      m_lane_closed(lanes(workers), false),
+      m_handed(lanes(workers)),
+      m_sleeping(lanes(workers), false) {}
 
 job_queue::push_result job_queue::push(call_ptr c, int worker) {
+  int wake = worker;
   {
     std::lock_guard lock(m_mutex);
     if (m_broken) return push_result::broken;
     if (m_closed) return push_result::closed;
-    if (worker < 0) {
-      m_shared.push_back(std::move(c));
-    } else {
+    if (worker >= 0) {
       if (m_lane_closed.at(static_cast<std::size_t>(worker))) return push_result::broken;
       m_pinned[static_cast<std::size_t>(worker)].push_back(std::move(c));
+      update_size_locked();
+    } else if ((wake = idle_sleeper_locked()) >= 0 &&
+               m_spinning.load(std::memory_order_acquire) == 0) {
+      m_handed[static_cast<std::size_t>(wake)] = std::move(c);
+    } else {
+      // A spinning worker takes it, or the woken sleeper, or a busy worker
+      // once its call is done; a worker about to sleep sees it first (it
+      // looks under this lock).
+      m_shared.push_back(std::move(c));
+      update_size_locked();
     }
-    update_size_locked();
   }
-  // A pinned call must reach its own worker, whichever one notify_one wakes.
-  if (worker < 0) {
-    m_cv.notify_one();
-  } else {
-    m_cv.notify_all();
-  }
+  if (wake >= 0) m_wake[static_cast<std::size_t>(wake)].notify_one();
   return push_result::queued;
+}
+
+int job_queue::idle_sleeper_locked() const {
+  for (std::size_t i = 0; i < m_sleeping.size(); ++i) {
+    if (m_sleeping[i] && !m_handed[i]) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+std::size_t job_queue::sleeping() const {
+  std::lock_guard lock(m_mutex);
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < m_sleeping.size(); ++i) n += m_sleeping[i] && !m_handed[i];
+  return n;
 }
 
 unsigned job_queue::generation() const { return m_generation.load(std::memory_order_acquire); }
 
 call_ptr job_queue::pop(int worker, unsigned seen_generation) {
+  const auto slot = static_cast<std::size_t>(worker);
   // Most calls arrive right after the previous reply: look before sleeping.
+  m_spinning.fetch_add(1, std::memory_order_acq_rel);
   spin_until([&] { return m_size.load(std::memory_order_acquire) != 0 ||
                           m_generation.load(std::memory_order_acquire) != seen_generation; },
              pop_spin_ns);
+  m_spinning.fetch_sub(1, std::memory_order_acq_rel);
   std::unique_lock lock(m_mutex);
-  auto& mine = m_pinned.at(static_cast<std::size_t>(worker));
-  m_cv.wait(lock, [&] {
-    return !mine.empty() || !m_shared.empty() || m_closed || m_broken ||
+  auto& mine = m_pinned.at(slot);
+  m_sleeping[slot] = true;
+  m_wake[slot].wait(lock, [&] {
+    return m_handed[slot] || !mine.empty() || !m_shared.empty() || m_closed || m_broken ||
            m_generation.load(std::memory_order_relaxed) != seen_generation;
   });
+  m_sleeping[slot] = false;
+  if (m_handed[slot]) return std::exchange(m_handed[slot], nullptr);
   auto& lane = !mine.empty() ? mine : m_shared;
   if (lane.empty()) return nullptr;
   call_ptr c = std::move(lane.front());
@@ -58,7 +89,11 @@ void job_queue::wake_up() {
     std::lock_guard lock(m_mutex);
     m_generation.fetch_add(1, std::memory_order_acq_rel);
   }
-  m_cv.notify_all();
+  wake_all();
+}
+
+void job_queue::wake_all() {
+  for (std::size_t i = 0; i < m_pinned.size(); ++i) m_wake[i].notify_all();
 }
 
 bool job_queue::remove(const call_ptr& c) {
@@ -90,7 +125,7 @@ void job_queue::close() {
     std::lock_guard lock(m_mutex);
     m_closed = true;
   }
-  m_cv.notify_all();
+  wake_all();
 }
 
 std::vector<call_ptr> job_queue::close_and_drain() { return stop_and_drain(m_closed); }
@@ -104,7 +139,7 @@ std::vector<call_ptr> job_queue::stop_and_drain(bool& flag) {
     flag = true;
     drained = take_all_locked();
   }
-  m_cv.notify_all();
+  wake_all();
   return drained;
 }
 

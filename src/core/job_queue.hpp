@@ -3,12 +3,20 @@
 // Most calls go to the shared lane and run on whichever worker is free.
 // A call can also be pinned to one worker (running a notebook cell in every
 // worker's __main__ needs that); a worker serves its own lane first.
+//
+// A call for any worker that arrives while a worker sleeps idle, and none is
+// spinning for work, is handed to that sleeper at once: from then on it is
+// that worker's, as if it had started (remove() and the drains no longer see
+// it). Otherwise whether an idle pool "had started" a call just submitted
+// would depend on how fast the OS wakes a thread, and shutdown(
+// cancel_futures=True) right after a burst of submits could cancel them all.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -30,15 +38,19 @@ class job_queue {
   push_result push(call_ptr c, int worker = -1);
   // The number of wake_up() calls so far; pass it to pop().
   unsigned generation() const;
-  // Blocks until a call for `worker` is available. Returns null once the
-  // queue is closed and has nothing for it, or if wake_up() was called since
+  // Blocks until a call for `worker` is available: one handed to it, then
+  // its own lane, then the shared lane. Returns null once the queue is
+  // closed and has nothing for it, or if wake_up() was called since
   // `seen_generation` was read.
   call_ptr pop(int worker, unsigned seen_generation);
+  // How many workers sleep in pop() with nothing handed to them yet.
+  std::size_t sleeping() const;
   // Makes pop() return so workers look at their control flags (faults).
   // Queued calls stay queued.
   void wake_up();
 
-  // Takes a call out of the queue if it is still there (not started).
+  // Takes a call out of the queue if it is still there (neither started nor
+  // handed to a worker).
   bool remove(const call_ptr& c);
   // The worker will never take another call: refuse calls pinned to it from
   // now on, and hand back those already queued for it. Done under the queue's
@@ -61,17 +73,27 @@ class job_queue {
   std::vector<call_ptr> stop_and_drain(bool& flag);
   std::vector<call_ptr> take_all_locked();
   void update_size_locked();
+  // A sleeping worker with nothing handed to it, or -1.
+  int idle_sleeper_locked() const;
+  void wake_all();
 
   mutable std::mutex m_mutex;
-  std::condition_variable m_cv;
+  // One per worker: a push wakes exactly the worker it is for.
+  std::unique_ptr<std::condition_variable[]> m_wake;
   std::deque<call_ptr> m_shared;
   std::vector<std::deque<call_ptr>> m_pinned;
   std::vector<bool> m_lane_closed;
+  // A call given to a sleeping worker; null when it has none.
+  std::vector<call_ptr> m_handed;
+  std::vector<bool> m_sleeping;
   bool m_closed = false;
   bool m_broken = false;
   // Readable without the mutex, for the spin before sleeping.
   std::atomic<std::size_t> m_size{0};
   std::atomic<unsigned> m_generation{0};
+  // Workers spinning for work: a call goes to the shared lane, where one of
+  // them takes it within microseconds, rather than to a sleeper.
+  std::atomic<int> m_spinning{0};
 };
 
 }  // namespace interp_rpc::core

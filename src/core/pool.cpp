@@ -5,6 +5,7 @@
 #include "core/buffer_lease.hpp"
 #include "core/clock.hpp"
 #include "core/codes.hpp"
+#include "core/free_memory.hpp"
 #include "core/python_ref.hpp"
 #include "core/subinterpreter.hpp"
 
@@ -312,7 +313,10 @@ void pool::worker_main(std::shared_ptr<shared_state> shared, int index) {
           c = s.queue.pop(index, generation);
         }
         if (!c) {
-          if (s.queue.closed() && s.peek_fault(index) == worker_fault::none) break;
+          // Closed and nothing left for this worker: it stops. Only an
+          // exit_now fault still has a say (the loop's top handles it); a
+          // die_on_next_call fault waits for a call that will never come.
+          if (s.queue.closed() && s.peek_fault(index) != worker_fault::exit_now) break;
           continue;
         }
         if (s.peek_fault(index) == worker_fault::die_on_next_call) {
@@ -498,6 +502,7 @@ std::vector<stuck_worker> pool::finish_close() {
     }
     s.completion_cv.notify_all();
     m_completion_thread.join();
+    return_free_memory_to_os();  // every thread of this pool has ended
   }
   return stuck;
 }

@@ -53,7 +53,7 @@ class CallFuture(Future[Any]):
             value = _replies.reply_value(handle.status, handle.reply_kind, handle.reply,
                                          handle.worker, self._target, self._args, self._kwargs)
         except CancelledError:
-            super().cancel()
+            self._cancel_and_notify()
         except BaseException as exc:
             self.set_exception(exc)
         else:
@@ -96,6 +96,14 @@ class CallFuture(Future[Any]):
         if not self._pool._engine.cancel(handle):
             return False  # already running: a call cannot be stopped
         if handle.claim():
-            super().cancel()
+            self._cancel_and_notify()
             handle.release()
         return True
+
+    def _cancel_and_notify(self) -> None:
+        # The engine dropped the call: no executor will dequeue it later and
+        # call set_running_or_notify_cancel(), as ThreadPoolExecutor's
+        # workers do for a cancelled item. Without it, wait() and
+        # as_completed() would never count this future as done.
+        super().cancel()
+        self.set_running_or_notify_cancel()

@@ -199,35 +199,30 @@ class InterpreterPool(Executor):
 
         ``wait=True`` lets queued calls finish first; ``wait=False`` cancels
         them. Running calls cannot be stopped: after ``timeout`` seconds (None:
-        no limit), close() gives up on workers still running a call, warns
-        with a RuntimeWarning naming each of them, and returns.
+        no limit), close() gives up on workers still running a call, cancels
+        the calls still queued (they would wait for those workers), warns
+        with a RuntimeWarning naming each worker, and returns.
         """
         check_timeout("timeout", timeout)
-        self._stop(wait=wait, timeout=timeout)
+        left = self._stop(cancel=not wait, timeout=timeout)
+        if not left:
+            return
+        # A queued call would wait for a worker that may never be free.
+        left = self._engine.close(cancel_pending=True, timeout=0)
+        if any(target for _, target, _ in left):  # not only threads that are ending
+            warnings.warn(_gave_up_message(timeout, left), RuntimeWarning, stacklevel=2)
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         """The Executor spelling of close(): ``wait=False`` returns at once,
         leaving the workers to finish queued calls on their own."""
-        self._stop(wait=True, cancel=cancel_futures, timeout=None if wait else 0, warn=False)
+        self._stop(cancel=cancel_futures, timeout=None if wait else 0)
 
-    def _stop(self, *, wait: bool, timeout: float | None, cancel: bool | None = None,
-              warn: bool = True, at_exit: bool = False) -> bool:
-        """Close the engine; True if some worker was left running a call."""
+    def _stop(self, *, cancel: bool, timeout: float | None) -> list[tuple[int, str, float]]:
+        """Close the engine. Returns the workers whose threads had not ended
+        when ``timeout`` ran out: (index, target or "", seconds running)."""
         with self._lock:
             self._closed = True
-        stuck = self._engine.close(cancel_pending=not wait if cancel is None else cancel,
-                                   timeout=timeout)
-        if not stuck:
-            return False
-        if warn or at_exit:
-            names = "; ".join(f"worker {index} running {target!r} for {seconds:.1f} s"
-                              for index, target, seconds in stuck)
-            who = "interp-rpc, at interpreter exit," if at_exit else "InterpreterPool.close()"
-            warnings.warn(
-                f"{who} gave up after {timeout:g} s on {len(stuck)} stuck worker(s): {names}. "
-                "A running call cannot be interrupted; its thread is left to finish on its own.",
-                RuntimeWarning, stacklevel=3)
-        return True
+        return list(self._engine.close(cancel_pending=cancel, timeout=timeout))
 
     def __enter__(self) -> Self:
         return self
@@ -334,3 +329,15 @@ class InterpreterPool(Executor):
             if w["call_id"] == call_id:
                 return int(w["index"]), float(w["busy_seconds"])
         return None, None
+
+
+def _gave_up_message(timeout: float | None, left: list[tuple[int, str, float]]) -> str:
+    running = [f"worker {index} running {target!r} for {seconds:.1f} s"
+               for index, target, seconds in left if target]
+    ending = [f"worker {index}" for index, target, _ in left if not target]
+    message = (f"InterpreterPool.close() gave up after {timeout:g} s on {len(running)} stuck "
+               f"worker(s): {'; '.join(running)}. A running call cannot be interrupted; its "
+               "thread is left to finish on its own. Calls still queued were cancelled.")
+    if ending:
+        message += f" Still ending, with no call running: {', '.join(ending)}."
+    return message

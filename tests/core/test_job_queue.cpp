@@ -1,6 +1,9 @@
 #include <doctest/doctest.h>
 
+#include <atomic>
+#include <chrono>
 #include <thread>
+#include <vector>
 
 #include "core/job_queue.hpp"
 
@@ -132,5 +135,77 @@ TEST_CASE("a pinned call racing its worker's death is either handed back or refu
     const auto late = q.close_and_drain();
     CHECK(late.empty());
     CHECK(drained.size() + refused == calls.size());
+  }
+}
+
+namespace {
+void wait_until_sleeping(const job_queue& q, std::size_t n) {
+  while (q.sleeping() != n) std::this_thread::yield();
+}
+}  // namespace
+
+TEST_CASE("a call pushed while a worker sleeps is that worker's: not removable, not drained") {
+  // concurrent.futures' test_cancel_futures: calls submitted to an idle pool
+  // right before shutdown(cancel_futures=True) must not all be cancelled.
+  job_queue q(2);
+  call_ptr first, second;
+  std::thread w0([&] { first = q.pop(0, q.generation()); });
+  std::thread w1([&] { second = q.pop(1, q.generation()); });
+  wait_until_sleeping(q, 2);
+  const auto a = make_call(1);
+  const auto b = make_call(2);
+  const auto c = make_call(3);
+  q.push(a);
+  q.push(b);
+  q.push(c);  // nobody left asleep with empty hands: queued
+  CHECK_FALSE(q.remove(a));
+  CHECK_FALSE(q.remove(b));
+  const auto drained = q.close_and_drain();
+  REQUIRE(drained.size() == 1);
+  CHECK(drained[0] == c);
+  w0.join();
+  w1.join();
+  CHECK(((first == a && second == b) || (first == b && second == a)));
+  CHECK(q.size() == 0);
+}
+
+TEST_CASE("a worker with a handed call returns it even when woken to stop") {
+  job_queue q(1);
+  call_ptr got;
+  std::thread w([&] { got = q.pop(0, q.generation()); });
+  wait_until_sleeping(q, 1);
+  const auto a = make_call(7);
+  q.push(a);
+  q.wake_up();
+  q.close();
+  w.join();
+  CHECK(got == a);
+  CHECK(q.pop(0, q.generation()) == nullptr);
+}
+
+TEST_CASE("every call is delivered once when producers race sleeping and spinning workers") {
+  for (int round = 0; round < 50; ++round) {
+    job_queue q(3);
+    constexpr int n = 300;
+    std::atomic<int> seen{0};
+    std::vector<std::thread> consumers;
+    for (int i = 0; i < 3; ++i) {
+      consumers.emplace_back([&, i] {
+        while (auto c = q.pop(i, q.generation())) seen.fetch_add(1);
+      });
+    }
+    std::vector<std::thread> producers;
+    for (int p = 0; p < 2; ++p) {
+      producers.emplace_back([&, p] {
+        for (int i = 0; i < n; ++i) {
+          q.push(make_call(static_cast<std::uint64_t>(p * n + i)));
+          if (i % 50 == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
+        }
+      });
+    }
+    for (auto& t : producers) t.join();
+    q.close();
+    for (auto& t : consumers) t.join();
+    CHECK(seen.load() == 2 * n);
   }
 }

@@ -33,12 +33,6 @@ SKIPS = {
     "test_submit_after_interpreter_shutdown":
         "its script imports the executor from concurrent.futures",
     "test_hang_gh83386": "its script imports the executor from concurrent.futures",
-    # Not a contract difference: it assumes a worker has taken one of 50
-    # calls submitted just before shutdown(cancel_futures=True). Our workers
-    # wake on the engine's queue and, on a loaded machine, may not have taken
-    # any yet, so all 50 are cancelled. Known gap, to be fixed in the engine.
-    "test_cancel_futures": "races with workers waking up (all 50 calls cancelled on a "
-                           "loaded machine)",
 }
 
 

@@ -339,3 +339,22 @@ def test_destroying_a_worker_interpreter_from_outside_never_crashes(
     assert "Fatal Python error" not in result.stderr, result.stderr
     assert result.returncode == 0, result.stderr
     assert "pool still worked" in result.stdout
+
+
+@pytest.mark.parametrize("wait", [True, False])
+def test_close_returns_when_a_worker_was_told_to_die_on_a_call_that_never_comes(
+        make_pool: MakePool, wait: bool) -> None:
+    # Regression (found by the chaos soak): a worker waiting for the next call
+    # to die on saw the queue closed and empty, and, its fault still pending,
+    # asked the queue again forever. close() from any number of threads hung.
+    pool = make_pool()
+    kill_worker(pool, 0, during_next_call=True)
+    closers = [threading.Thread(target=pool.close, kwargs={"wait": wait}, daemon=True)
+               for _ in range(2)]
+    for closer in closers:
+        closer.start()
+    for closer in closers:
+        closer.join(60)
+    assert not [c for c in closers if c.is_alive()], "close() never returned"
+    # The fault never fired: the worker simply stopped with the pool.
+    assert states(pool) == ["stopped", "stopped"]

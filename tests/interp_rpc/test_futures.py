@@ -127,6 +127,10 @@ def test_cancel_of_a_queued_future_means_it_never_runs(
     with pytest.raises(CancelledError):
         queued.result(timeout=1)
     assert queued.cancel() is True  # cancelling again is harmless
+    # wait() and as_completed() count it as done (regression: it stayed
+    # CANCELLED, never CANCELLED_AND_NOTIFIED, and wait() waited for ever).
+    assert concurrent.futures.wait([queued], timeout=30).done == {queued}
+    assert list(concurrent.futures.as_completed([queued], timeout=30)) == [queued]
 
     for gate in blockers:
         gate.release()
