@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import socket
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -21,6 +24,7 @@ from support import wait_until
 
 from interp_rpc import InterpreterPool, ParallelCellError, RemoteError
 from interp_rpc.dask import ClusterPool
+from interp_rpc.dask._chunking import IN_FLIGHT_PER_SLOT
 from interp_rpc.notebook import current_pool
 
 pytestmark = pytest.mark.timeout(300)
@@ -170,6 +174,42 @@ def test_profile_says_cluster_runs_are_not_profiled(cluster_pool: ClusterPool,
     assert "runs on a dask cluster are not profiled" in ran.out
     ran = run("%parallel_map --profile math.sqrt [1.0]")
     assert isinstance(ran.error, UsageError)
+
+
+# ------------------------------------------------------------------- Ctrl-C
+
+def interrupt_when(ready: Callable[[], object], what: str) -> threading.Thread:
+    """A thread that presses Ctrl-C once ``ready()`` is true: a real SIGINT
+    to the main thread, which (unlike _thread.interrupt_main) also wakes a
+    wait on a lock, as a user's Ctrl-C does."""
+    def interrupt() -> None:
+        wait_until(ready, CLUSTER_LIMIT, what)
+        signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
+
+    thread = threading.Thread(target=interrupt)
+    thread.start()
+    return thread
+
+
+def test_ctrl_c_in_a_map_cancels_the_chunks_not_started(cluster_pool: ClusterPool, run: Run,
+                                                        tmp_path: Path) -> None:
+    marks, gate = tmp_path / "marks", tmp_path / "gate"
+    marks.mkdir()
+    total = 30
+    interrupter = interrupt_when(lambda: len(list(marks.iterdir())) == 2,
+                                 "an item running in each process")
+    try:
+        ran = run(f"%parallel_map --chunksize 1 clustertasks.block_in_item "
+                  f"[({str(marks)!r}, {str(gate)!r}, i) for i in range({total})]")
+    finally:
+        interrupter.join()
+        gate.touch()
+    assert isinstance(ran.error, KeyboardInterrupt), ran.shown
+    assert f"Interrupted: 0 of {total} items had completed" in ran.err
+    wait_until(lambda: all(w.state == "idle" for w in cluster_pool.status()), CLUSTER_LIMIT,
+               "the running items to finish")
+    assert run("%parallel_map math.sqrt [4.0]").result.result == [2.0]
+    assert len(list(marks.iterdir())) <= IN_FLIGHT_PER_SLOT * cluster_pool.workers
 
 
 # ---------------------------------------------------------- bad --dask values
