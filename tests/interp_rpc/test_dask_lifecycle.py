@@ -80,6 +80,10 @@ def test_killing_a_process_mid_map(tmp_path: Path, retries: int) -> None:
                 wait_until(lambda: any(p.name.startswith(f"{pid}-") for p in started.iterdir()
                                        for pid in running - {victim}), CLUSTER_LIMIT)
             else:
+                # map() yields in order: an item before the dead ones, still
+                # running in the live process, must finish before the map
+                # reaches the first lost item and raises.
+                gate.touch()
                 thread.join(CLUSTER_LIMIT)
                 assert not thread.is_alive(), "the map hung after its worker died"
         finally:
