@@ -202,6 +202,16 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     root = base / "notebooks"
     prepare_notebooks(root, KERNEL)
     write_lab_settings(base / "settings")
+    server = start_lab(base, root, ARTIFACTS)
+    try:
+        yield server
+    finally:
+        stop_server(server)
+
+
+def start_lab(base: Path, root: Path, artifacts: Path) -> Lab:
+    """JupyterLab serving ``root``, with its config, runtime, settings and
+    workspaces under ``base``, its log in ``artifacts``; ready when it returns."""
     port, token = free_port(), secrets.token_hex(16)
     env = dict(os.environ,
                JUPYTER_CONFIG_DIR=str(base / "config"),
@@ -215,16 +225,17 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
             "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
     if os.geteuid() == 0:
         argv.append("--allow-root")
-    log = ARTIFACTS / "jupyter-server.log"
+    log = artifacts / "jupyter-server.log"
     with log.open("wb") as out:
         process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL, cwd=root, env=env)
     server = Lab(f"http://127.0.0.1:{port}", token, root, process, log)
     try:
         wait_for_server(server)
-        yield server
-    finally:
+    except BaseException:
         stop_server(server)
+        raise
+    return server
 
 
 # ---------------------------------------------------------------- the browser

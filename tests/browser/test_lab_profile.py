@@ -28,7 +28,6 @@ import shutil
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -135,42 +134,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     (root / "untrusted.ipynb").write_text(json.dumps(untrusted_notebook(), indent=1))
     settings = base / "settings"
     demo.write_lab_settings(settings)
-    lab = start_lab(base, root)
+    lab = demo.start_lab(base, root, ARTIFACTS)
     try:
         yield Server(lab)
     finally:
         demo.stop_server(lab)
-
-
-def start_lab(base: Path, root: Path) -> demo.Lab:
-    import os
-    import secrets
-    import subprocess
-
-    port, token = demo.free_port(), secrets.token_hex(16)
-    env = dict(os.environ,
-               JUPYTER_CONFIG_DIR=str(base / "config"),
-               JUPYTER_RUNTIME_DIR=str(base / "runtime"),
-               JUPYTERLAB_SETTINGS_DIR=str(base / "settings"),
-               JUPYTERLAB_WORKSPACES_DIR=str(base / "workspaces"),
-               IPYTHONDIR=str(base / "ipython"))
-    argv = ["jupyter-lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-            "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-            f"--ServerApp.root_dir={root}", "--LabApp.news_url=",
-            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
-    if os.geteuid() == 0:
-        argv.append("--allow-root")
-    log = ARTIFACTS / "jupyter-server.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL, cwd=root, env=env)
-    lab = demo.Lab(f"http://127.0.0.1:{port}", token, root, process, log)
-    try:
-        demo.wait_for_server(lab)
-    except BaseException:
-        demo.stop_server(lab)
-        raise
-    return lab
 
 
 def new_browser(tmp_path_factory: pytest.TempPathFactory, name: str) -> WebDriver:

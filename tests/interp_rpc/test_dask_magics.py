@@ -5,12 +5,10 @@ through both kernels."""
 from __future__ import annotations
 
 import os
-import re
 import signal
 import socket
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -19,7 +17,8 @@ pytest.importorskip("distributed")
 
 from dask_support import CLUSTER_LIMIT, INIT
 from IPython.core.error import UsageError
-from IPython.core.interactiveshell import ExecutionResult, InteractiveShell
+from IPython.core.interactiveshell import InteractiveShell
+from shell_support import Run, cell_runner
 from support import wait_until
 
 from interp_rpc import InterpreterPool, ParallelCellError, RemoteError
@@ -28,27 +27,6 @@ from interp_rpc.dask._chunking import IN_FLIGHT_PER_SLOT
 from interp_rpc.notebook import current_pool
 
 pytestmark = pytest.mark.timeout(300)
-
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
-@dataclass
-class Ran:
-    result: ExecutionResult
-    out: str
-    err: str
-
-    @property
-    def error(self) -> BaseException | None:
-        return self.result.error_in_exec or self.result.error_before_exec
-
-    @property
-    def shown(self) -> str:
-        return self.out + self.err
-
-
-type Run = Callable[[str], Ran]
-
 
 @pytest.fixture(scope="module")
 def shell() -> Iterator[InteractiveShell]:
@@ -63,13 +41,7 @@ def shell() -> Iterator[InteractiveShell]:
 
 @pytest.fixture
 def run(shell: InteractiveShell, capsys: pytest.CaptureFixture[str]) -> Run:
-    def run_cell(code: str) -> Ran:
-        capsys.readouterr()
-        result = shell.run_cell(code, store_history=True)
-        captured = capsys.readouterr()
-        return Ran(result, ANSI.sub("", captured.out), ANSI.sub("", captured.err))
-
-    return run_cell
+    return cell_runner(shell, capsys)
 
 
 @pytest.fixture

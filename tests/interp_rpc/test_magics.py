@@ -8,34 +8,17 @@ import _thread
 import re
 import sys
 import threading
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from IPython.core.error import UsageError
-from IPython.core.interactiveshell import ExecutionResult, InteractiveShell
+from IPython.core.interactiveshell import InteractiveShell
+from shell_support import Run, cell_runner
 from support import wait_until
 
 from interp_rpc import MISSING, ParallelCellError, PoolInitError, RemoteError, ShareabilityError
 from interp_rpc.notebook import current_pool
-
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
-@dataclass
-class Ran:
-    result: ExecutionResult
-    out: str
-    err: str
-
-    @property
-    def error(self) -> BaseException | None:
-        return self.result.error_in_exec or self.result.error_before_exec
-
-    @property
-    def shown(self) -> str:
-        return self.out + self.err
 
 
 @pytest.fixture(scope="module")
@@ -49,19 +32,9 @@ def shell() -> Iterator[InteractiveShell]:
         ip.run_line_magic("unload_ext", "interp_rpc")
 
 
-#: run(code): run a cell in the shell, as if typed, and read what it showed.
-type Run = Callable[[str], Ran]
-
-
 @pytest.fixture
 def run(shell: InteractiveShell, capsys: pytest.CaptureFixture[str]) -> Run:
-    def run_cell(code: str) -> Ran:
-        capsys.readouterr()
-        result = shell.run_cell(code, store_history=True)
-        captured = capsys.readouterr()
-        return Ran(result, ANSI.sub("", captured.out), ANSI.sub("", captured.err))
-
-    return run_cell
+    return cell_runner(shell, capsys)
 
 
 # ------------------------------------------------------------------ parsing

@@ -10,9 +10,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import nbformat
 import pytest
-from nbclient import NotebookClient
+from notebook_support import run_notebook
 
 pytest.importorskip("distributed")
 
@@ -38,20 +37,9 @@ CELLS = {
 }
 
 
-def run_notebook(kernel_name: str) -> dict[str, Any]:
-    nb = nbformat.v4.new_notebook()
-    if kernel_name != "interp-rpc":
-        nb.cells.append(nbformat.v4.new_code_cell("%load_ext interp_rpc"))
-    for source in CELLS.values():
-        nb.cells.append(nbformat.v4.new_code_cell(source))
-    NotebookClient(nb, kernel_name=kernel_name, timeout=240, allow_errors=True).execute()
-    by_source = {cell.source: cell for cell in nb.cells}
-    return {name: by_source[source] for name, source in CELLS.items()}
-
-
 @pytest.fixture(scope="module", params=["python3", "interp-rpc"])
 def cells(request: pytest.FixtureRequest) -> dict[str, Any]:
-    return run_notebook(request.param)
+    return run_notebook(request.param, CELLS, timeout=240)
 
 
 def stream(cell: Any) -> str:

@@ -6,9 +6,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import nbformat
 import pytest
-from nbclient import NotebookClient
+from notebook_support import run_notebook
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -29,20 +28,9 @@ CELLS = {
 }
 
 
-def run_notebook(kernel_name: str) -> dict[str, Any]:
-    nb = nbformat.v4.new_notebook()
-    if kernel_name != "interp-rpc":
-        nb.cells.append(nbformat.v4.new_code_cell("%load_ext interp_rpc"))
-    for source in CELLS.values():
-        nb.cells.append(nbformat.v4.new_code_cell(source))
-    NotebookClient(nb, kernel_name=kernel_name, timeout=120, allow_errors=True).execute()
-    by_source = {cell.source: cell for cell in nb.cells}
-    return {name: by_source[source] for name, source in CELLS.items()}
-
-
 @pytest.fixture(scope="module", params=["python3", "interp-rpc"])
 def cells(request: pytest.FixtureRequest) -> dict[str, Any]:
-    return run_notebook(request.param)
+    return run_notebook(request.param, CELLS, timeout=120)
 
 
 def stream(cell: Any) -> str:
