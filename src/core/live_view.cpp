@@ -33,13 +33,15 @@ std::string pad(std::string s, std::size_t width) {
   return s;
 }
 
-// JupyterLab's theme colours, with light fallbacks; each passes WCAG AA as text
-// in Lab's light and dark themes (Lab's orange does not on white, so a stuck
-// worker is told apart from a dead one by its word, not its colour).
-const char* state_colour(const std::string& state) {
-  if (state == "busy") return "var(--jp-success-color0, #1a7f37)";
+// A state's colour marks its cell's left edge; the word itself keeps the body
+// text colour. No theme colour of JupyterLab reads well as text in both its
+// themes on a table's striped rows: its muted grey is 4.499:1 there in the
+// light theme, its success green 3.9:1 and its error red 4.4:1 in the dark one
+// (WCAG AA asks 4.5:1). A stuck worker is told from a dead one by its word.
+const char* state_marker(const std::string& state) {
+  if (state == "busy") return "var(--jp-success-color1, #1a7f37)";
   if (state == "stuck" || state == "dead") return "var(--jp-error-color1, #b42318)";
-  return "var(--jp-content-font-color2, #57606a)";
+  return "transparent";
 }
 
 // ", 12.5 items/s, ETA 3.20 s" once something is done (the ETA while items remain).
@@ -106,7 +108,8 @@ live_rendering render_live_view(const std::vector<worker_snapshot>& workers,
     const std::string running = busy ? seconds(w.busy_seconds) : "";
     const std::string target = busy ? w.target : (w.state == worker_state::dead ? w.detail : "");
     html += "<tr class=\"interp-rpc-" + state + "\"><td>" + std::to_string(w.index) +
-            "</td><td style=\"color:" + state_colour(state) + ";font-weight:bold\">" + state +
+            "</td><td style=\"border-left:4px solid " + state_marker(state) +
+            ";font-weight:bold\">" + state +
             "</td><td>" + (target.empty() ? "" : "<code>" + escape_html(target) + "</code>") +
             "</td><td>" + item + "</td><td>" +
             running + "</td><td>" + std::to_string(w.calls_done) + "</td></tr>";

@@ -23,13 +23,12 @@ from interp_rpc.notebook import live
 if TYPE_CHECKING:
     from interp_rpc.dask import ClusterPool
 
-#: Colours of the states, as in the local pool's table: each passes WCAG AA as
-#: text in JupyterLab's light and dark themes; a stuck worker is told apart
-#: from a dead one by its word.
-_STATE_COLOURS = {"busy": "var(--jp-success-color0, #1a7f37)",
+#: A state's colour marks its cell's left edge, as in the local pool's table;
+#: the word keeps the body text colour (no Lab colour reads as text in both
+#: themes on striped rows). A stuck worker is told from a dead one by its word.
+_STATE_MARKERS = {"busy": "var(--jp-success-color1, #1a7f37)",
                   "stuck": "var(--jp-error-color1, #b42318)",
                   "dead": "var(--jp-error-color1, #b42318)"}
-_QUIET = "var(--jp-content-font-color2, #57606a)"
 
 _COLUMNS = ("worker", "state", "target", "item", "running for", "calls done")
 
@@ -71,10 +70,10 @@ def status_bundle(statuses: Iterable[WorkerStatus], stuck_after: float) -> dict[
         text.append(title)
         for w in group:
             worker, state, target, item, running, calls = _cells(w, stuck_after)
-            colour = _STATE_COLOURS.get(state, _QUIET)
+            marker = _STATE_MARKERS.get(state, "transparent")
             shown_target = f"<code>{html.escape(target)}</code>" if target else ""
             parts.append(f'<tr class="interp-rpc-{state}"><td>{worker}</td>'
-                         f'<td style="color:{colour};font-weight:bold">{state}</td>'
+                         f'<td style="border-left:4px solid {marker};font-weight:bold">{state}</td>'
                          f"<td>{shown_target}</td><td>{item}</td><td>{running}</td>"
                          f"<td>{calls}</td></tr>")
             text.append(f"  {worker:<6}{state:<9}{target:<32}{item:<10}{running:<13}{calls}")
