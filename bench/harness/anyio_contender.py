@@ -103,7 +103,7 @@ class _AnyioSession(Session):
 class AnyioInterpreters(Contender):
     key = ANYIO_KEY
     label = "anyio.to_interpreter.run_sync"
-    short = "anyio run_sync"
+    short = "anyio"
     submit_way = "await run_sync"
     not_applicable: ClassVar[Mapping[str, str]] = {
         "call_p50_us": "call() is interp-rpc's own API",
