@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/call_log.hpp"
 #include "core/status_board.hpp"
 
 namespace interp_rpc::core {
@@ -29,6 +30,25 @@ struct live_rendering {
 
 // A busy worker counts as stuck once its call has run this long.
 inline constexpr double default_stuck_after_seconds = 10.0;
+
+// Counts the items of one map that are done, from the call log: the items of
+// replied map chunks logged after `after_seq` whose call id is at least
+// `first_call_id` (the map's first call), so that calls that finished before
+// the map, or an earlier map's chunks still running, never count for it. The
+// same rule as interp_rpc.notebook.live.LiveView.done().
+class map_item_counter {
+ public:
+  map_item_counter(std::uint64_t after_seq, std::uint64_t first_call_id)
+      : m_last_seq(after_seq), m_first_call_id(first_call_id) {}
+
+  // Reads what was logged since the last call; returns the items done so far.
+  std::int64_t update(const call_log& log);
+
+ private:
+  std::uint64_t m_last_seq;
+  const std::uint64_t m_first_call_id;
+  std::int64_t m_done = 0;
+};
 
 live_rendering render_live_view(const std::vector<worker_snapshot>& workers,
                                 const live_progress& progress, double stuck_after_seconds);

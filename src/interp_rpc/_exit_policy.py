@@ -4,9 +4,11 @@ CPython's finalization ends every subinterpreter still alive, even one a
 thread is running in, and that thread then crashes the process when its call
 returns. So at exit, every engine the C++ registry still holds (open pools,
 pools that were garbage-collected, pools whose ``init`` failed or timed out)
-is closed first, by an atexit routine: queued calls are cancelled and running
-calls get EXIT_TIMEOUT seconds; calls still running then get a SystemExit
-raised in them (pure-Python code stops at once). If a worker is still stuck
+is closed first, by an atexit routine. As the stdlib executors do, work
+submitted and never waited for still runs: queued and running calls get
+EXIT_TIMEOUT seconds, all engines together. Then the calls still queued are cancelled and
+those still running get a SystemExit raised in them (pure-Python code stops
+at once). If a worker is still stuck
 after that (blocked in C code), the process ends at once with os._exit and
 the program's own exit status (_exit_status), instead of crashing.
 """
@@ -14,6 +16,7 @@ the program's own exit status (_exit_status), instead of crashing.
 from __future__ import annotations
 
 import atexit
+import time
 import warnings
 from typing import TYPE_CHECKING
 
@@ -22,8 +25,8 @@ from interp_rpc import _exit_status
 if TYPE_CHECKING:
     from interp_rpc._engine import _core
 
-#: How long, at interpreter exit, an engine that is still open waits for
-#: running calls before giving up on them (queued calls are cancelled at once).
+#: How long, at interpreter exit, an engine that is still open lets its queued
+#: and running calls go on before it cancels and stops them.
 EXIT_TIMEOUT = 1.0
 
 
@@ -48,17 +51,26 @@ def _close_engines_at_exit() -> None:
 
     if ENGINE_UNAVAILABLE is not None:
         return
-    stuck = [engine for engine in _core.open_engines()
-             if engine.close(cancel_pending=True, timeout=EXIT_TIMEOUT)]
-    if not stuck:
+    engines = _core.open_engines()
+    for engine in engines:
+        engine.close(cancel_pending=False, timeout=0)  # no new calls, anywhere
+    deadline = time.monotonic() + EXIT_TIMEOUT
+    left = [engine for engine in engines
+            if engine.close(cancel_pending=False, timeout=max(0.0, deadline - time.monotonic()))]
+    # Whatever is still queued would wait for workers that are being stopped.
+    left = [engine for engine in left if engine.close(cancel_pending=True, timeout=0)]
+    if not left:
         return
-    warnings.warn(f"interp-rpc: at interpreter exit, call(s) still running after "
-                  f"{EXIT_TIMEOUT:g} s ({_running(stuck)}) are being stopped with SystemExit.",
-                  RuntimeWarning, stacklevel=1)
-    for engine in stuck:
-        busy = [w["index"] for w in engine.status() if w["state"] in ("busy", "starting")]
-        engine.interrupt(busy, EXIT_TIMEOUT)
-    still = [engine for engine in stuck
+    busy = [[w["index"] for w in engine.status() if w["state"] in ("busy", "starting")]
+            for engine in left]
+    if any(busy):
+        warnings.warn(f"interp-rpc: at interpreter exit, call(s) still running after "
+                      f"{EXIT_TIMEOUT:g} s ({_running(left)}) are being stopped with SystemExit;"
+                      " calls still queued were cancelled.", RuntimeWarning, stacklevel=1)
+    for engine, indices in zip(left, busy, strict=True):
+        if indices:
+            engine.interrupt(indices, EXIT_TIMEOUT)
+    still = [engine for engine in left
              if engine.close(cancel_pending=True, timeout=EXIT_TIMEOUT)]
     if not still:
         return

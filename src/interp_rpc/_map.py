@@ -4,7 +4,14 @@ The semantics are ``Executor.map``'s: the call submits the work (all of it,
 or ``buffersize`` items when that is given, so that infinite iterables work)
 and returns an iterator; ``timeout`` runs from the call and is raised from
 ``__next__``; the first failing item raises there, in order; closing the
-iterator, or an error, cancels the chunks that have not started.
+iterator, an error or Ctrl-C cancels the chunks that have not started, and
+stops the running ones before their next item.
+
+Each chunk carries hooks for its items (see _worker._hooked): the index of
+its first item, the map's stop flag (a byte of this process's memory that
+the worker reads before every item), and, when asked, where output goes
+(``output``: a cross-interpreter queue, see _relay) and whether a failing
+item is collected instead of ending the map (``errors="collect"``).
 
 Chunks are encoded and sent one at a time, so workers start on the first
 while the caller encodes the rest. Unless ``chunksize`` is given, chunk sizes
@@ -19,12 +26,13 @@ from __future__ import annotations
 import collections
 import itertools
 import math
+import pickle
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from interp_rpc import _replies, _targets, _wire
-from interp_rpc._errors import CallTimeoutError
+from interp_rpc._errors import MISSING, CallTimeoutError, RemoteError
 from interp_rpc._validation import check_buffersize, check_chunksize, check_timeout
 
 if TYPE_CHECKING:
@@ -42,8 +50,14 @@ class MapRun:
     def __init__(self, pool: InterpreterPool, fn: Callable[..., Any] | str,
                  iterables: tuple[Iterable[Any], ...], *, timeout: float | None,
                  chunksize: int | None, buffersize: int | None,
-                 on_dispatched: Callable[[], None] | None = None) -> None:
+                 on_dispatched: Callable[[], None] | None = None,
+                 errors: str = "raise", output: int | None = None) -> None:
+        """``errors="collect"``: a failing item's RemoteError takes its place
+        among the results, and the map goes on. ``output``: the id of a
+        cross-interpreter queue that receives what the targets print."""
         check_timeout("timeout", timeout)
+        if errors not in ("raise", "collect"):
+            raise ValueError(f"errors must be 'raise' or 'collect', not {errors!r}")
         check_chunksize(chunksize)
         check_buffersize(buffersize)
         _targets.normalize(fn)  # an unusable target fails before anything runs
@@ -72,6 +86,11 @@ class MapRun:
         self._done = 0  # items whose results were yielded
         self._item_ns: float | None = None  # measured worker time per item
         self._last_size = 0
+        self._collect = errors == "collect"
+        self._output = output
+        # Set to 1 to stop the running chunks before their next item.
+        self._stop_flag = bytearray(1)
+        self._finished_at_stop: int | None = None
         try:
             self._refill()
         except BaseException:
@@ -122,7 +141,9 @@ class MapRun:
             # Per chunk: a pool.profile() that starts during a lazy map times
             # the chunks sent after it started.
             mode = pool._profiling.chunk_mode(self._mode)
-            encoded = pool._encode(self._fn, (chunk,), {}, mode, start)
+            hooks = {"start": start, "stop": pickle.PickleBuffer(self._stop_flag),
+                     "collect": self._collect, "output": self._output}
+            encoded = pool._encode(self._fn, (chunk, hooks), {}, mode, start)
             handle = pool._submit(encoded, item_index=start, item_count=len(chunk))
             self._pending.append((start, len(chunk), handle))
             self._in_flight += len(chunk)
@@ -142,6 +163,11 @@ class MapRun:
     # ------------------------------------------------------------ collecting
 
     def _cancel_pending(self) -> None:
+        if not self._stop_flag[0]:
+            # Counted before the stop: a chunk it ends early replies later.
+            self._finished_at_stop = self._done + sum(
+                count for _, count, handle in self._pending if handle.done)
+            self._stop_flag[0] = 1
         engine = self._pool._engine
         while self._pending:
             _, _, handle = self._pending.popleft()
@@ -169,6 +195,11 @@ class MapRun:
                     (), {}, chunk_start=start)
                 if marks:  # the chunk was profiled: its items' times
                     self._pool._profiling.item_marks(handle.id, marks[0], failed)
+                if failed < 0 and error is not None:  # collected failures
+                    for offset, info in _wire.loads(error):
+                        values[offset] = _replies.remote_error(
+                            info, target=self._name, worker=handle.worker,
+                            item_index=start + offset)
                 if not self._exhausted:
                     self._refill()
                 # Popped one by one, so that no result stays referenced here
@@ -181,6 +212,25 @@ class MapRun:
                                                 worker=handle.worker, item_index=start + failed)
         finally:
             self._cancel_pending()
+
+    def collect(self) -> list[Any]:
+        """All the results, as a list. A failing item's RemoteError carries
+        every result that arrived before it, in ``partial_results``."""
+        results: list[Any] = []
+        try:
+            results.extend(self.results())
+        except RemoteError as failure:
+            missing = (self.total or len(results)) - len(results)
+            failure.partial_results = [*results, *[MISSING] * missing]
+            raise
+        return results
+
+    @property
+    def finished_items(self) -> int:
+        """Items whose chunks had finished when the map stopped (or so far)."""
+        if self._finished_at_stop is not None:
+            return self._finished_at_stop
+        return self._done + sum(count for _, count, handle in self._pending if handle.done)
 
     @property
     def total(self) -> int | None:

@@ -19,13 +19,11 @@ from typing import Any, Self
 from interp_rpc import _exit_policy, _replies, _targets, _wire
 from interp_rpc._engine import WORKER_SOURCE, _core, require_engine
 from interp_rpc._errors import (
-    MISSING,
     CallTimeoutError,
     InterpRpcError,
     PoolBrokenError,
     PoolClosedError,
     PoolInitError,
-    RemoteError,
     WorkerDiedError,
     WorkerInitFailure,
 )
@@ -139,21 +137,16 @@ class InterpreterPool(Executor):
 
     def _map(self, fn: Callable[..., Any] | str, iterables: tuple[Iterable[Any], ...], *,
              timeout: float | None = None, chunksize: int | None = None,
-             on_dispatched: Callable[[], None] | None = None) -> list[Any]:
+             on_dispatched: Callable[[], None] | None = None, errors: str = "raise",
+             output: int | None = None) -> list[Any]:
         """The list of map()'s results, calling ``on_dispatched`` once the
         first chunk is queued (the notebook shows its live view only for a map
         that really started). A failing item's RemoteError carries every
-        result that arrived before it, in ``partial_results``."""
-        run = MapRun(self, fn, iterables, timeout=timeout, chunksize=chunksize,
-                     buffersize=None, on_dispatched=on_dispatched)
-        results: list[Any] = []
-        try:
-            results.extend(run.results())
-        except RemoteError as failure:
-            missing = (run.total or len(results)) - len(results)
-            failure.partial_results = [*results, *[MISSING] * missing]
-            raise
-        return results
+        result that arrived before it, in ``partial_results``. ``errors`` and
+        ``output`` are MapRun's."""
+        return MapRun(self, fn, iterables, timeout=timeout, chunksize=chunksize,
+                      buffersize=None, on_dispatched=on_dispatched, errors=errors,
+                      output=output).collect()
 
     def _on_every_worker(self, target: object, args: tuple[Any, ...] = (),
                          kwargs: dict[str, Any] | None = None, timeout: float | None = None

@@ -14,6 +14,7 @@ from __future__ import annotations
 import builtins
 import html
 import os
+import re
 import traceback
 from collections.abc import Iterable
 from types import TracebackType
@@ -109,6 +110,22 @@ def remote_error_header(err: RemoteError) -> str:
     return " · ".join(err.origin(quote_target=False))
 
 
+# A frame's line in a traceback: '  File "name", line 3, in f'.
+_FRAME_LINE = re.compile(r'^(\s*)File "([^"]+)", line (\d+)')
+
+
+def remote_traceback(err: RemoteError) -> str:
+    """The remote traceback, its notebook cells named as IPython names them
+    ("Cell In[3], line 2"): the workers run their source under the cell's
+    own filename (functions sent by value, %%parallel cells)."""
+    def rename(match: re.Match[str]) -> str:
+        cell = _cell_name(match.group(2))
+        return f"{match.group(1)}{cell}, line {match.group(3)}" if cell else match.group(0)
+
+    return "\n".join(_FRAME_LINE.sub(rename, line)
+                     for line in err.remote_traceback.rstrip("\n").splitlines())
+
+
 def remote_error_body(err: RemoteError, where: str | None = None) -> list[str]:
     """A header naming where it was raised, then the remote traceback."""
     header = remote_error_header(err) if where is None else where
@@ -116,7 +133,7 @@ def remote_error_body(err: RemoteError, where: str | None = None) -> list[str]:
     lines.append("The exception below was raised in the worker; it crossed as text, "
                  f"so isinstance() checks against {err.remote_type_name} do not apply.")
     lines.append("")
-    lines += err.remote_traceback.rstrip("\n").splitlines()
+    lines += remote_traceback(err).splitlines()
     return lines
 
 
@@ -133,7 +150,7 @@ def remote_error_html(err: RemoteError) -> str:
         f'<div><b style="color:{ERROR}">RemoteError</b> in {header}</div>'
         f'<div><b>{html.escape(err.remote_type)}</b>: {html.escape(err.remote_message)}</div>'
         f'<pre style="margin:4px 0;color:{TEXT}">'
-        f'{html.escape(err.remote_traceback.rstrip())}</pre></div>'
+        f'{html.escape(remote_traceback(err).rstrip())}</pre></div>'
     )
 
 

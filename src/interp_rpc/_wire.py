@@ -221,8 +221,9 @@ def encode_request(
 ) -> tuple[bytes, list[pickle.PickleBuffer]]:
     """The request bytes, and the buffers that cross out of band (not copied).
 
-    For a map chunk (mode "chunk"/"starchunk"), args is (items,) and the items
-    are the top-level values. Raises UnshareableBuffer for a buffer argument
+    For a map chunk (mode "chunk"/"starchunk"), args is (items, hooks) and the
+    items are the top-level values (hooks: what the chunk asks of its items
+    besides running them, see MapRun). Raises UnshareableBuffer for a buffer argument
     that cannot cross, or pickle's own error.
     """
     if mode == "call":
@@ -230,7 +231,7 @@ def encode_request(
         if kwargs and not _BUFFER_TYPES.isdisjoint(map(type, kwargs.values())):
             kwargs = {k: _crossing(v) for k, v in kwargs.items()}
     else:
-        args = (_crossing_all(args[0]),)
+        args = (_crossing_all(args[0]), *args[1:])
     buffers: list[pickle.PickleBuffer] = []
     data = pickle.dumps((spec, mode, args, kwargs), protocol=PROTOCOL,
                         buffer_callback=buffers.append)

@@ -290,18 +290,130 @@ def resolve(spec: tuple[str, ...]) -> Callable[..., Any]:
 
 
 def _run_chunk(
-    fn: Callable[..., Any], items: list[Any], star: bool
+    fn: Callable[..., Any], items: list[Any], star: bool, own_frames: int = 1
 ) -> tuple[list[Any], int, bytes | None]:
     """Runs fn(item) (fn(*item) when star) for each item until one raises:
-    (results so far, index of the failed item or -1, its pickled description)."""
+    (results so far, index of the failed item or -1, its pickled description).
+    The failure's traceback starts in the target, below our ``own_frames``."""
     results = []
     for index, item in enumerate(items):
         try:
             results.append(fn(*item) if star else fn(item))
         except BaseException as exc:
-            # Skip this frame: the traceback starts in the target.
-            return results, index, wire.dumps(wire.describe_exception(exc, skip_frames=1))
+            return results, index, wire.dumps(wire.describe_exception(exc, skip_frames=own_frames))
     return results, -1, None
+
+
+class MapStopped(Exception):
+    """The map this chunk belongs to was stopped (Ctrl-C, an error, or its
+    iterator closed): the chunk ends before its next item."""
+
+
+class _RelayedStream:
+    """A worker's sys.stdout or sys.stderr while its output goes to the
+    caller: text is sent line by line, labelled with the item printing it."""
+
+    def __init__(self, relay: _OutputRelay, name: str) -> None:
+        self._relay = relay
+        self.name = name
+        self._pending: list[str] = []
+        self._size = 0
+
+    def write(self, text: str) -> int:
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        self._pending.append(text)
+        self._size += len(text)
+        if "\n" in text or self._size >= _RELAY_LINE_LIMIT:
+            self.flush()
+        return len(text)
+
+    def flush(self) -> None:
+        if self._pending:
+            text = "".join(self._pending)
+            self._pending.clear()
+            self._size = 0
+            self._relay.send(self.name, text)
+
+    def isatty(self) -> bool:
+        return False
+
+    def writable(self) -> bool:
+        return True
+
+
+#: A relayed stream sends what it holds once it has this many characters,
+#: even without a newline.
+_RELAY_LINE_LIMIT = 8192
+
+
+class _OutputRelay:
+    """What the targets of one chunk print goes, as it is printed, into the
+    caller's cross-interpreter queue as (interpreter id, item or None,
+    stream name, text); the caller shows it in the notebook cell."""
+
+    def __init__(self, queue_id: int) -> None:
+        from concurrent import interpreters
+
+        self._queue = interpreters.Queue(queue_id)
+        self._interpreter = interpreters.get_current().id
+        self.item: int | None = None
+        self.streams = (_RelayedStream(self, "stdout"), _RelayedStream(self, "stderr"))
+        self._saved: tuple[Any, Any] | None = None
+
+    def send(self, name: str, text: str) -> None:
+        self._queue.put((self._interpreter, self.item, name, text))
+
+    def at_item(self, index: int) -> None:
+        self.flush()
+        self.item = index
+
+    def flush(self) -> None:
+        for stream in self.streams:
+            stream.flush()
+
+    def __enter__(self) -> _OutputRelay:
+        self._saved = sys.stdout, sys.stderr
+        sys.stdout, sys.stderr = self.streams
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        try:
+            self.flush()
+        finally:
+            assert self._saved is not None
+            sys.stdout, sys.stderr = self._saved
+
+
+def _hooked(fn: Callable[..., Any], hooks: dict[str, Any], relay: _OutputRelay | None,
+            failures: list[tuple[int, dict[str, str]]]) -> Callable[..., Any]:
+    """fn, called once per item of a chunk with what the map asked (see
+    MapRun): before each item, stop if the map was stopped (its "stop" flag
+    is the caller's memory, read here), and label the output; with
+    "collect", an item's error is kept in ``failures`` (chunk offset,
+    description) and the chunk goes on."""
+    stop = hooks.get("stop")
+    collect = hooks.get("collect", False)
+    next_index = hooks["start"]
+    first = next_index
+
+    def each_item(*args: Any) -> Any:
+        nonlocal next_index
+        index = next_index
+        next_index += 1
+        if stop is not None and stop[0]:
+            raise MapStopped(f"the map was stopped before item {index}")
+        if relay is not None:
+            relay.at_item(index)
+        if not collect:
+            return fn(*args)
+        try:
+            return fn(*args)
+        except Exception as exc:
+            failures.append((index - first, wire.describe_exception(exc, skip_frames=1)))
+            return None
+
+    return each_item
 
 
 def execute(request: memoryview, buffers: list[memoryview]) -> tuple[int, bytes, int, int]:
@@ -331,17 +443,27 @@ def execute(request: memoryview, buffers: list[memoryview]) -> tuple[int, bytes,
                  "failed_part": what,
                  "error": wire.describe_exception(exc)}
         return wire.TARGET_UNRESOLVED, wire.dumps(reply), loaded - started, 0
+    hooks: dict[str, Any] | None = args[1] if mode != "call" and len(args) > 1 else None
+    relay = None
+    failures: list[tuple[int, dict[str, str]]] = []
+    own_frames = 1  # ours above the target in a failure's traceback
+    if hooks is not None:
+        if hooks.get("output") is not None:
+            relay = _OutputRelay(hooks["output"])
+        fn = _hooked(fn, hooks, relay, failures)
+        own_frames = 2
     profiler = _function_profiler if fn is not profile_functions else None
     if profiler is not None:
         profiler.enable()
     try:
-        if mode == "call":
-            result = fn(*args, **kwargs)
-        elif mode == "chunk" or mode == "starchunk":
-            result = _run_chunk(fn, args[0], star=mode == "starchunk")
-        else:  # a chunk of a profiled map: its reply carries the items' times
-            result = _profiling().run_chunk_timed(fn, args[0], mode.startswith("star"),
-                                                  target_spec)
+        with relay if relay is not None else _NO_RELAY:
+            if mode == "call":
+                result = fn(*args, **kwargs)
+            elif mode == "chunk" or mode == "starchunk":
+                result = _run_chunk(fn, args[0], mode == "starchunk", own_frames)
+            else:  # a chunk of a profiled map: its reply carries the items' times
+                result = _profiling().run_chunk_timed(fn, args[0], mode.startswith("star"),
+                                                      target_spec)
     except BaseException as exc:
         if profiler is not None:
             profiler.disable()
@@ -349,11 +471,20 @@ def execute(request: memoryview, buffers: list[memoryview]) -> tuple[int, bytes,
         # described inside _run_chunk).
         return wire.RAISED, wire.dumps(wire.describe_exception(exc, skip_frames=1)), \
             loaded - started, 0
+    finally:
+        # The stop flag is a view of the caller's memory: let go of it now,
+        # whatever still refers to it (a failure's frames), so the call does
+        # not count as keeping the caller's buffer.
+        if hooks is not None and hooks.get("stop") is not None:
+            hooks["stop"].release()
     if profiler is not None:
         profiler.disable()
     if mode != "call" and len(result) == 4 and result[2] is not None:  # a timed chunk failed
         values, failed, error, marks = result
-        result = values, failed, wire.dumps(wire.describe_exception(error, skip_frames=1)), marks
+        result = values, failed, wire.dumps(wire.describe_exception(error,
+                                                                    skip_frames=own_frames)), marks
+    if failures:  # collected: the chunk ran on past them (see MapRun)
+        result = result[0], -1, wire.dumps(failures), *result[3:]
     finished = time.perf_counter_ns()
     try:
         reply = wire.dumps_result(result)
@@ -361,6 +492,19 @@ def execute(request: memoryview, buffers: list[memoryview]) -> tuple[int, bytes,
         culprit = _unshareable_result(result, mode)
         return wire.RESULT_UNSHAREABLE, wire.dumps(culprit), loaded - started, 0
     return wire.RETURNED, reply, loaded - started, time.perf_counter_ns() - finished
+
+
+class _NoRelay:
+    """The output of a call that is not relayed: where it always goes."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc_info: object) -> None:
+        return None
+
+
+_NO_RELAY = _NoRelay()
 
 
 def profile_functions(on: bool) -> dict[str, Any] | None:
@@ -375,19 +519,50 @@ def profile_functions(on: bool) -> dict[str, Any] | None:
     return None if profiler is None else profiler.results()
 
 
-def run_cell(source: str, filename: str = "<parallel cell>") -> dict[str, Any]:
+class _Tee:
+    """Writes to a StringIO and to a relayed stream: a %%parallel cell's
+    output is both streamed as it is printed and returned at the end."""
+
+    def __init__(self, kept: Any, relayed: _RelayedStream) -> None:
+        self._kept = kept
+        self._relayed = relayed
+
+    def write(self, text: str) -> int:
+        self._kept.write(text)
+        return self._relayed.write(text)
+
+    def flush(self) -> None:
+        self._relayed.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+    def writable(self) -> bool:
+        return True
+
+
+def run_cell(source: str, filename: str = "<parallel cell>",
+             output: int | None = None) -> dict[str, Any]:
     """%%parallel: run a notebook cell in this worker's __main__.
 
     Returns what it printed and, if it raised, the error as data, so that the
-    output printed before an error is not lost. The cell's source goes into
-    linecache, so tracebacks show its lines; targets resolved from names the
-    cell (re)binds are forgotten, so a redefinition takes effect at once.
+    output printed before an error is not lost; with ``output`` (a queue id,
+    see _relay), the output is also sent as it is printed. The cell's source
+    goes into linecache, so tracebacks show its lines; targets resolved from
+    names the cell (re)binds are forgotten, so a redefinition takes effect
+    at once.
     """
     import contextlib
     import io
     import linecache
 
-    out, err = io.StringIO(), io.StringIO()
+    out: Any = io.StringIO()
+    err: Any = io.StringIO()
+    kept = out, err
+    relay = None
+    if output is not None:
+        relay = _OutputRelay(output)
+        out, err = (_Tee(k, r) for k, r in zip(kept, relay.streams, strict=True))
     main = sys.modules["__main__"].__dict__
     before = dict(main)
     error = None
@@ -399,10 +574,12 @@ def run_cell(source: str, filename: str = "<parallel cell>") -> dict[str, Any]:
     except BaseException as exc:
         error = wire.describe_exception(exc, skip_frames=1)
     finally:
+        if relay is not None:
+            relay.flush()
         unbound = object()
         rebound = {name for name, value in main.items() if before.get(name, unbound) is not value}
         _forget_targets(rebound | (before.keys() - main.keys()))
-    return {"stdout": out.getvalue(), "stderr": err.getvalue(), "error": error,
+    return {"stdout": kept[0].getvalue(), "stderr": kept[1].getvalue(), "error": error,
             "defined": sorted(name for name in main.keys() - before.keys()
                               if not name.startswith("_"))}
 

@@ -1,5 +1,6 @@
 #include "kernel/live_view.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <set>
 
@@ -26,7 +27,9 @@ std::set<live_view*> g_views;  // guarded by g_views_mutex
 
 live_view::live_view(core::live_feed feed, live_view_options options,
                      xeus::xrequest_context parent)
-    : m_feed(std::move(feed)), m_options(std::move(options)) {
+    : m_feed(std::move(feed)),
+      m_options(std::move(options)),
+      m_done(m_options.after_seq, m_options.first_call_id) {
   m_thread = std::thread(&live_view::run, this, std::move(parent));
   std::lock_guard lock(g_views_mutex);
   g_views.insert(this);
@@ -83,7 +86,7 @@ void live_view::publish() {
   core::live_progress progress;
   progress.target = m_options.target;
   progress.total = m_options.total;
-  progress.done = static_cast<std::int64_t>(m_feed.log->totals().items) - m_options.items_at_start;
+  progress.done = std::min(m_done.update(*m_feed.log), m_options.total);
   progress.elapsed_seconds = static_cast<double>(core::now_ns() - m_options.started_ns) * 1e-9;
   const auto view = core::render_live_view(m_feed.board->snapshot(), progress,
                                            m_options.stuck_after_seconds);
@@ -100,19 +103,20 @@ void bind_live_view(py::module_& m) {
   m.def(
       "start_live_view",
       [](const py::capsule& feed, std::string display_id, std::string target, std::int64_t total,
-         std::int64_t items_at_start, std::int64_t started_ns, double stuck_after, double refresh,
-         std::optional<double> duration) {
+         std::uint64_t after_seq, std::uint64_t first_call_id, std::int64_t started_ns,
+         double stuck_after, double refresh, std::optional<double> duration) {
         auto* source = static_cast<core::live_feed*>(
             PyCapsule_GetPointer(feed.ptr(), core::live_feed_capsule_name));
         if (source == nullptr) throw py::error_already_set();
-        live_view_options options{std::move(display_id), std::move(target), total, items_at_start,
-                                  started_ns, stuck_after, refresh, duration};
+        live_view_options options{std::move(display_id), std::move(target), total,
+                                  after_seq, first_call_id, started_ns, stuck_after, refresh,
+                                  duration};
         // The cell running now: the view's updates belong to it.
         auto parent = static_cast<interpreter&>(xeus::get_interpreter()).current_request();
         return std::make_unique<live_view>(*source, std::move(options), std::move(parent));
       },
       py::arg("feed"), py::arg("display_id"), py::arg("target"), py::arg("total"),
-      py::arg("items_at_start"), py::arg("started_ns"), py::arg("stuck_after"),
+      py::arg("after_seq"), py::arg("first_call_id"), py::arg("started_ns"), py::arg("stuck_after"),
       py::arg("refresh"), py::arg("duration"),
       "Publish the pool's live status into display_id from a C++ thread, with no GIL.");
 }

@@ -27,7 +27,8 @@ struct live_view_options {
   std::string display_id;
   std::string target;
   std::int64_t total = 0;
-  std::int64_t items_at_start = 0;
+  std::uint64_t after_seq = 0;      // the call log's position when the map started
+  std::uint64_t first_call_id = 0;  // the map's first call (see core::map_item_counter)
   std::int64_t started_ns = 0;
   double stuck_after_seconds = core::default_stuck_after_seconds;
   double refresh_seconds = 0.25;
@@ -50,6 +51,7 @@ class live_view {
 
   const core::live_feed m_feed;
   const live_view_options m_options;
+  core::map_item_counter m_done;  // only the publishing thread uses it
   std::mutex m_mutex;
   std::condition_variable m_wake;
   bool m_stop = false;

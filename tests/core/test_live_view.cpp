@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include "core/call.hpp"
+#include "core/call_log.hpp"
 #include "core/live_view.hpp"
 
 using namespace interp_rpc::core;
@@ -45,4 +47,35 @@ TEST_CASE("without a map there is no progress bar") {
   const auto r = render_live_view({worker(0, worker_state::idle, 0)}, live_progress{}, 10.0);
   CHECK(r.html.find("interp-rpc-progress") == std::string::npos);
   CHECK(r.text.rfind("worker", 0) == 0);
+}
+
+TEST_CASE("progress shows the rate and, while items remain, the ETA") {
+  const live_progress halfway{"f", 10, 20, 2.0};
+  const auto r = render_live_view({}, halfway, 10.0);
+  CHECK(r.text.find("10/20 items (50%), 2.00 s, 5.00 items/s, ETA 2.00 s") != std::string::npos);
+  CHECK(r.html.find("5.00 items/s, ETA 2.00 s") != std::string::npos);
+  const live_progress finished{"f", 20, 20, 4.0};
+  CHECK(render_live_view({}, finished, 10.0).text.find("ETA") == std::string::npos);
+  const live_progress nothing_yet{"f", 0, 20, 1.0};
+  CHECK(render_live_view({}, nothing_yet, 10.0).text.find("items/s") == std::string::npos);
+}
+
+TEST_CASE("a map's item counter counts its own replied chunks only") {
+  call_log log(100);
+  auto logged = [&](std::uint64_t id, std::int64_t item, std::int64_t count,
+                    call_outcome outcome) {
+    call c(id, "t", "", std::vector<buffer_view>{}, item, count);
+    log.add(c, outcome, 0, 0);
+  };
+  logged(1, 0, 5, call_outcome::replied);  // before the map
+  const auto after_seq = log.records_after(0).back().seq;
+  map_item_counter counter(after_seq, 3);
+  logged(2, 0, 4, call_outcome::replied);  // an earlier map's chunk, finishing late
+  logged(3, 0, 2, call_outcome::replied);  // the map's
+  logged(4, -1, 1, call_outcome::replied);  // a plain call
+  logged(5, 2, 3, call_outcome::cancelled);
+  CHECK(counter.update(log) == 2);
+  logged(6, 5, 3, call_outcome::replied);
+  CHECK(counter.update(log) == 5);
+  CHECK(counter.update(log) == 5);  // each record counts once
 }

@@ -242,3 +242,56 @@ def test_a_pool_whose_init_timed_out_is_stopped_safely_at_exit(tmp_path: Path) -
     assert "init timed out" in result.stdout, result.stderr
     assert "remaining subinterpreters" not in result.stderr
     assert result.returncode == 6, result.stderr
+
+
+def test_a_short_call_left_running_at_exit_finishes(tmp_path: Path) -> None:
+    # Work submitted and never waited for still runs at exit, queued work
+    # too, as with the stdlib executors (CPython's test_interpreter_shutdown,
+    # whose call takes 1 s: ours get EXIT_TIMEOUT, 1 s, in all, so these are
+    # shorter). Regression: queued calls were cancelled at once.
+    path = tmp_path / "left_running.py"
+    path.write_text(textwrap.dedent(f'''
+        import sys
+        sys.path.insert(0, {str(FIXTURES)!r})
+        from interp_rpc import InterpreterPool
+
+        if __name__ == "__main__":
+            pool = InterpreterPool(workers=1, init="import pooltasks")
+            pool.submit("pooltasks.sleep_then", 0.2)
+            pool.submit(print, "apple", flush=True)  # queued behind it
+    '''))
+    result = run(path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "apple"
+    assert result.stderr == ""
+
+
+def test_submit_after_interpreter_exit_raises_runtime_error(tmp_path: Path) -> None:
+    # CPython's test_submit_after_interpreter_shutdown, for InterpreterPool:
+    # an atexit function registered before interp_rpc was imported runs after
+    # interp-rpc closed every pool.
+    path = tmp_path / "submit_at_exit.py"
+    path.write_text(textwrap.dedent(f'''
+        import atexit
+        import sys
+        sys.path.insert(0, {str(FIXTURES)!r})
+
+        @atexit.register
+        def run_last():
+            try:
+                pool.submit("pooltasks.add", 1, 2)
+            except RuntimeError as exc:
+                print(type(exc).__name__, "|", exc, flush=True)
+
+        from interp_rpc import InterpreterPool
+
+        if __name__ == "__main__":
+            pool = InterpreterPool(workers=2, init="import pooltasks")
+            assert pool.submit("pooltasks.add", 40, 2).result() == 42
+    '''))
+    result = run(path)
+    assert result.returncode == 0, result.stderr
+    name, _, message = result.stdout.strip().partition(" | ")
+    assert name == "PoolClosedError"
+    assert "closed" in message and "pooltasks.add" in message
+    assert result.stderr == ""

@@ -330,8 +330,9 @@ def test_an_error_in_every_worker_is_shown_once_and_kept_per_worker(
 def test_the_remote_traceback_of_a_cell_shows_its_source_line(run: Run) -> None:
     ran = run("%%parallel --targets 0\nvalue = 1\nraise RuntimeError('line three')\n")
     assert isinstance(ran.error, ParallelCellError)
-    assert re.search(r'File "<parallel cell In\[\d+\]>", line 2', ran.shown), ran.shown
-    assert "raise RuntimeError('line three')" in ran.shown
+    # Named and numbered as IPython shows the cell: its third line raised.
+    assert re.search(r"^  Cell In\[\d+\], line 3, in <module>\n"
+                     r"    raise RuntimeError\('line three'\)$", ran.shown, re.M), ran.shown
 
 
 def test_a_syntax_error_is_shown_once_and_nothing_runs(run: Run) -> None:
@@ -376,3 +377,85 @@ def test_a_function_of_the_notebook_shows_its_source_lines_in_the_remote_traceba
               "    return x\n%parallel_map picky [0, 1]")
     assert isinstance(ran.error, RemoteError), ran.shown
     assert "raise ValueError('picky about ' + str(x))" in ran.error.remote_traceback
+    assert re.search(r"^  Cell In\[\d+\], line 3, in picky\n"
+                     r"    raise ValueError\('picky about ' \+ str\(x\)\)$", ran.shown, re.M), \
+        ran.shown
+
+
+# ------------------------------------------------- %parallel_map: output, errors
+
+def test_what_workers_print_during_a_map_shows_under_worker_and_item(run: Run) -> None:
+    assert run("%%parallel\nimport sys\ndef chatty(x):\n    print('working on', x)\n"
+               "    print('warning', x, file=sys.stderr)\n    return x\n").error is None
+    ran = run("%parallel_map --chunksize 2 chatty range(6)")
+    assert ran.error is None, ran.shown
+    assert ran.result.result == list(range(6))
+    # Every item's line, under its heading; each worker's items in order.
+    blocks = re.findall(r"\[worker (\d), item (\d)\]\nworking on (\d)\n", ran.out)
+    assert sorted(int(item) for _, item, _ in blocks) == list(range(6)), ran.out
+    assert all(item == printed for _, item, printed in blocks), ran.out
+    for worker in {w for w, _, _ in blocks}:
+        items = [int(item) for w, item, _ in blocks if w == worker]
+        assert items == sorted(items), ran.out
+    assert len(re.findall(r"\[worker \d, item \d\]\nwarning \d\n", ran.err)) == 6, ran.err
+
+
+def test_a_heading_starts_a_line_after_output_without_a_newline(run: Run) -> None:
+    assert run("%%parallel\ndef no_newline(x):\n    print('part', x, end='')\n"
+               "    return x\n").error is None
+    ran = run("%parallel_map --chunksize 1 no_newline [0, 1]")
+    assert ran.error is None, ran.shown
+    # ... and the output ends its last line, before what follows the map.
+    assert re.match(r"\[worker \d, item 0\]\npart 0\n\[worker \d, item 1\]\npart 1\n",
+                    ran.out) or re.match(
+        r"\[worker \d, item 1\]\npart 1\n\[worker \d, item 0\]\npart 0\n", ran.out), ran.out
+
+
+def test_errors_collect_returns_each_failure_in_its_place_and_goes_on(
+        shell: InteractiveShell, run: Run) -> None:
+    assert run("%%parallel\ndef odd_fails(x):\n    if x % 2:\n        raise ValueError(x)\n"
+               "    return x * 10\n").error is None
+    ran = run("%parallel_map --errors=collect --chunksize 3 -o collected odd_fails range(7)")
+    assert ran.error is None, ran.shown
+    results = shell.user_ns["collected"]
+    assert [results[i] for i in (0, 2, 4, 6)] == [0, 20, 40, 60]
+    for i in (1, 3, 5):
+        assert isinstance(results[i], RemoteError) and isinstance(results[i], ValueError)
+        assert results[i].item_index == i
+        assert "raise ValueError(x)" in results[i].remote_traceback
+    assert "3 of 7 items failed (items 1, 3, 5" in ran.err
+
+
+def test_errors_takes_only_raise_or_collect(run: Run) -> None:
+    ran = run("%parallel_map --errors=ignore abs [1]")
+    assert isinstance(ran.error, UsageError) or "invalid choice: 'ignore'" in ran.shown, ran.shown
+    assert "invalid choice: 'ignore'" in ran.shown
+
+
+def test_ctrl_c_stops_a_running_chunk_before_its_next_item(run: Run, tmp_path: Path) -> None:
+    started, gate = tmp_path / "started", tmp_path / "gate"
+    assert run(f"%%parallel\nimport os, time, pathlib\nRAN_IN = pathlib.Path({str(tmp_path)!r})\n"
+               "def held(x):\n    (RAN_IN / f'ran-{x}').touch()\n    if x == 0:\n"
+               f"        open({str(started)!r}, 'w').close()\n"
+               f"        while not os.path.exists({str(gate)!r}):\n"
+               "            time.sleep(0.01)\n    return x\n").error is None
+    pool = current_pool()
+
+    def interrupt_once_item_0_runs() -> None:
+        wait_until(started.exists, what="item 0 starting")
+        _thread.interrupt_main()
+
+    interrupter = threading.Thread(target=interrupt_once_item_0_runs)
+    interrupter.start()
+    try:
+        ran = run("%parallel_map --chunksize 10 held range(10)")
+    finally:
+        interrupter.join()
+        gate.touch()
+    assert isinstance(ran.error, KeyboardInterrupt), ran.shown
+    assert "Interrupted: 0 of 10 items had completed" in ran.err
+    assert re.search(r"worker \d is still running held \(its chunk from item 0, for [\d.]+ s\); "
+                     r"it stops after its current item", ran.err), ran.err
+    wait_until(lambda: all(w.state == "idle" for w in pool.status()), what="workers idle")
+    # The chunk held item 0 when Ctrl-C came: it ran no item after it.
+    assert sorted(p.name for p in tmp_path.glob("ran-*")) == ["ran-0"]

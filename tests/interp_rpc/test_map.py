@@ -102,6 +102,38 @@ def test_closing_the_iterator_cancels_what_has_not_started(pool: InterpreterPool
     assert not any(path.exists() for path in touched)
 
 
+def test_closing_the_iterator_stops_a_running_chunk_before_its_next_item(
+        make_pool: MakePool, gates: Gates, tmp_path: Path) -> None:
+    pool = make_pool(workers=1)
+    held = gates.new()
+    touched = [tmp_path / f"touched-{i}" for i in range(5)]
+    # Chunks of 3: [0, 1, 2], [held, touch 0, touch 1], [touch 2-4].
+    items = [("ok", 0), ("ok", 1), ("ok", 2), held.map_item(3),
+             *[("touch", str(path)) for path in touched]]
+    results = pool.map("pooltasks.map_item", items, chunksize=3)
+    assert next(results) == 0
+    held.wait_started()  # the second chunk is running, inside its first item
+    results.close()
+    held.release()
+    wait_until(lambda: all(w.state == "idle" for w in pool.status()), what="workers idle")
+    assert not any(path.exists() for path in touched)
+
+
+def test_errors_collect_puts_each_failure_in_its_place(pool: InterpreterPool,
+                                                        tmp_path: Path) -> None:
+    ready = tmp_path / "ready"
+    ready.touch()
+    items = [("ok", 0), ("fail_after", str(ready), "one"), ("ok", 2),
+             ("fail_after", str(ready), "three"), ("ok", 4)]
+    results = pool._map("pooltasks.map_item", (items,), chunksize=2, errors="collect")
+    assert [results[i] for i in (0, 2, 4)] == [0, 2, 4]
+    for index, message in ((1, "one"), (3, "three")):
+        assert isinstance(results[index], RemoteError)
+        assert isinstance(results[index], ValueError)
+        assert results[index].item_index == index
+        assert message in str(results[index])
+
+
 @pytest.mark.parametrize("chunksize", [1, 2, 7, 1000])
 def test_explicit_chunksize(module_pool: InterpreterPool, chunksize: int) -> None:
     before = module_pool.stats()
@@ -169,8 +201,10 @@ def test_map_error_cancels_queued_chunks(pool: InterpreterPool, gates: Gates) ->
     started = [gate.has_started() for gate in later]
     assert sum(started) <= 1
     final = outcomes()
-    assert final.count("cancelled") == len(later) - sum(started)
-    assert final.count("replied") == 2 + sum(started)
+    # At most one later item left the queue before the rest was cancelled: it
+    # ran, or the map's stop reached it first and it replied without running.
+    assert 2 + sum(started) <= final.count("replied") <= 3
+    assert final.count("cancelled") == len(items) - final.count("replied")
 
 
 def test_map_timeout_is_a_deadline_for_the_whole_map(pool: InterpreterPool) -> None:

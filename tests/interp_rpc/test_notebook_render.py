@@ -256,3 +256,53 @@ def test_progress_counts_this_maps_items_only(make_pool: MakePool, gates: Gates)
                what="the earlier map's item finishing")
     assert view.done() == 0
     assert "0/1 items" in view.render()["text/plain"]
+
+
+def test_progress_shows_the_rate_and_the_eta(make_pool: MakePool, gates: Gates) -> None:
+    from interp_rpc.notebook import live
+
+    pool = make_pool(workers=1)
+    gate = gates.new()
+    records = pool.call_records()
+    since = ((records[-1].seq if records else 0), int(pool._engine.last_call_id) + 1)
+    view = live.LiveView(pool, target="pooltasks.map_item", total=2, since=since)
+    results = pool.map("pooltasks.map_item", [("ok", 0), gate.map_item(1)], chunksize=1)
+    assert next(results) == 0
+    gate.wait_started()
+    wait_until(lambda: view.done() == 1, what="item 0 counted")
+    frame = view.render()
+    for shown in (frame["text/plain"], frame["text/html"]):
+        assert re.search(r"1/2 items \(50%\), [\d.]+ s, [\d.]+ items/s, ETA [\d.]+ s", shown), \
+            shown
+    gate.release()
+    assert list(results) == [1]
+    assert "ETA" not in view.render()["text/plain"]  # nothing left to wait for
+
+
+def test_the_widget_bar_shows_the_rate_and_eta_and_is_closed_at_the_end(
+        make_pool: MakePool, gates: Gates, monkeypatch: pytest.MonkeyPatch) -> None:
+    from interp_rpc.notebook import live
+
+    monkeypatch.setenv("JPY_SESSION_NAME", "a notebook")  # as JupyterLab starts kernels
+    monkeypatch.setattr(live, "in_terminal", lambda: False)  # another test's shell may exist
+    pool = make_pool(workers=1)
+    gate = gates.new()
+    records = pool.call_records()
+    since = ((records[-1].seq if records else 0), int(pool._engine.last_call_id) + 1)
+    view = live.LiveView(pool, target="pooltasks.map_item", total=2, since=since, refresh=60)
+    results = pool.map("pooltasks.map_item", [("ok", 0), gate.map_item(1)], chunksize=1)
+    view.start()
+    try:
+        assert next(results) == 0
+        wait_until(lambda: view.done() == 1, what="item 0 counted")
+        view._publish()
+        assert view._bar is not None and view._bar_label is not None
+        assert view._bar.value == 1
+        assert re.fullmatch(r"1/2 items \(50%\), [\d.]+ s, [\d.]+ items/s, ETA [\d.]+ s",
+                            view._bar_label.value), view._bar_label.value
+        assert "items/s" not in view.render()["text/plain"]  # one bar: the widget's
+    finally:
+        gate.release()
+        list(results)
+        view.stop()
+    assert view._bar.comm is None and view._bar_label.comm is None  # closed

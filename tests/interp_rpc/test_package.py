@@ -24,3 +24,18 @@ def test_engine_was_built_against_this_python() -> None:
 
 def test_package_ships_py_typed() -> None:
     assert (Path(interp_rpc.__file__).parent / "py.typed").is_file()
+
+
+def test_reply_kinds_of_the_workers_agree_with_the_engine() -> None:
+    # The engine defines success and its own error (core/codes.hpp); the
+    # worker's Python code, which cannot import the engine's module, defines
+    # the other kinds. They must not collide, and success must be the same.
+    from interp_rpc import _core, _wire
+
+    worker_kinds = {name: value for name, value in vars(_wire).items()
+                    if name in ("RETURNED", "RAISED", "RESULT_UNSHAREABLE", "TARGET_UNRESOLVED",
+                                "ARGUMENTS_UNLOADABLE", "SETUP_FAILED")}
+    assert len(worker_kinds) == 6
+    assert len(set(worker_kinds.values())) == 6
+    assert worker_kinds["RETURNED"] == _core.REPLY_OK
+    assert _core.REPLY_ENGINE_ERROR not in worker_kinds.values()

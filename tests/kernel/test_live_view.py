@@ -105,3 +105,29 @@ def test_shutdown_with_a_watch_running_is_clean(kernel: Kernel) -> None:
     kernel.client.stop_channels()
     kernel.manager.shutdown_kernel(now=False)
     assert process.returncode == 0
+
+
+def test_progress_counts_only_the_maps_own_items(kernel: Kernel) -> None:
+    """A call made before the map that finishes while the map's view runs is
+    not one of its items: the C++ publisher must never show it as done."""
+    code = """
+import time
+from interp_rpc import InterpreterPool
+from interp_rpc.notebook import live
+pool = InterpreterPool(workers=1)
+earlier = pool.submit(time.sleep, 0.3)
+records = pool.call_records()
+since = ((records[-1].seq if records else 0), int(pool._engine.last_call_id) + 1)
+view = live.LiveView(pool, target="next map", total=3, refresh=0.05, since=since)
+view.start()
+earlier.result()
+time.sleep(0.5)  # the view publishes while the cell waits
+view._kernel_view.stop()
+pool.close()
+"""
+    result = kernel.execute(code, timeout=60)
+    assert result.status == "ok", result.reply
+    frames = [m["content"]["data"]["text/plain"] for m in result.outputs
+              if m["msg_type"] == "update_display_data"]
+    assert frames, "the C++ view published nothing"
+    assert all("0/3 items" in frame for frame in frames), frames

@@ -23,6 +23,9 @@ CELLS = {
     "remote": "%%parallel\ndef boom(x):\n    raise KeyError(x)\n",
     "remote_call": "first = 1\n%parallel_map boom ['k']",
     "statement": "%parallel print(FLAG)",
+    "chatty_def": "%%parallel\ndef chatty(x):\n    print('chatty', x)\n    return x\n",
+    "chatty": "%parallel_map --chunksize 1 chatty [0, 1, 2]",
+    "collect": "%parallel_map --errors=collect boom ['a', 'b']",
 }
 
 
@@ -88,3 +91,20 @@ def test_a_remote_error_keeps_the_cell_line_that_made_the_call(cells: dict[str, 
     assert ename == "RemoteError[KeyError]"
     assert re.search(r"Cell In\[\d+\], line 2", text), text
     assert text.count("KeyError: 'k'") == 1, text
+    # The remote frame is the %%parallel cell's third line, named as IPython does.
+    assert re.search(r"Cell In\[\d+\], line 3, in boom\n\s+raise KeyError\(x\)", text), text
+
+
+def test_what_workers_print_in_a_map_shows_in_the_cell_by_worker_and_item(
+        cells: dict[str, Any]) -> None:
+    shown = stream(cells["chatty"])
+    for item in range(3):
+        assert re.search(rf"\[worker \d, item {item}\]\nchatty {item}\n", shown), shown
+
+
+def test_errors_collect_returns_the_failures_in_place(cells: dict[str, Any]) -> None:
+    cell = cells["collect"]
+    assert not [out for out in cell.outputs if out.output_type == "error"]
+    assert "2 of 2 items failed (items 0, 1: RemoteError[KeyError])" in stream(cell)
+    (result,) = [out for out in cell.outputs if out.output_type == "execute_result"]
+    assert result.data["text/plain"].count("KeyError") >= 2

@@ -41,7 +41,7 @@ _WIDGET_STYLE = (
 _widget_style_shown = False
 
 
-def _in_terminal() -> bool:
+def in_terminal() -> bool:
     """Terminal IPython (no kernel): displays cannot be updated in place."""
     from IPython.core.getipython import get_ipython
 
@@ -108,6 +108,8 @@ class LiveView:
         self._thread: threading.Thread | None = None
         self._kernel_view: Any | None = None
         self._bar: Any | None = None
+        self._bar_label: Any | None = None
+        self._bar_box: Any | None = None
         self._started = False
         self._terminal = False
         self._last_frame: dict[str, str] | None = None
@@ -124,6 +126,14 @@ class LiveView:
             self._target, total, baseline, self._started_ns, self._stuck_after)
         return {"text/html": html_text, "text/plain": text}
 
+    def _progress_line(self) -> str:
+        """The map's progress as the engine words it ("3/8 items (38%), 1.20 s,
+        2.50 items/s, ETA 2.00 s"), without its target and text bar."""
+        baseline = int(self._pool._engine.totals()["items"]) - self.done()
+        _, text = self._pool._engine.render_live(self._target, self._total, baseline,
+                                                 self._started_ns, self._stuck_after)
+        return text.splitlines()[0].rpartition("] ")[2]
+
     def done(self) -> int:
         """Items of this map done so far."""
         if self._since is None:
@@ -135,12 +145,17 @@ class LiveView:
                        and r.item_index is not None)
         return min(self._total, done)
 
+    def _log_position(self) -> tuple[int, int]:
+        """(call-log position, next call id) now."""
+        records = self._pool.call_records()
+        return (records[-1].seq if records else 0), int(self._pool._engine.last_call_id) + 1
+
     def start(self) -> None:
         from IPython.display import display
 
         global _widget_style_shown
         self._started = True
-        self._terminal = _in_terminal()
+        self._terminal = in_terminal()
         if self._terminal:
             return  # the table is printed once, by stop()
         if self._total and widgets_supported():
@@ -149,17 +164,22 @@ class LiveView:
             self._bar = ipywidgets.IntProgress(value=0, min=0, max=self._total,
                                                description=f"0/{self._total}")
             self._bar.add_class("interp-rpc-widget-progress")
+            # Beside the bar: the counts, rate and ETA that the HTML leaves out.
+            self._bar_label = ipywidgets.Label(value=self._progress_line())
             if not _widget_style_shown:
                 display({"text/html": _WIDGET_STYLE}, raw=True)
                 _widget_style_shown = True
-            display(self._bar)
+            self._bar_box = ipywidgets.HBox([self._bar, self._bar_label])
+            display(self._bar_box)
         self._last_frame = self.render()
         display(self._last_frame, raw=True, display_id=self._display_id)
         kernel = _kernel_publisher()
         if kernel is not None and self._bar is None:
+            # It counts this map's items by the same rule as done().
+            after_seq, first_id = self._since or self._log_position()
             self._kernel_view = kernel.start_live_view(
                 self._pool._engine.live_feed(), self._display_id, self._target, self._total,
-                self._items_at_start, self._started_ns, self._stuck_after, self._refresh,
+                after_seq, first_id, self._started_ns, self._stuck_after, self._refresh,
                 self._duration)
             return
         # Copy the context, so the thread's messages carry this cell's parent
@@ -185,6 +205,8 @@ class LiveView:
             done = self.done()
             self._bar.value = done
             self._bar.description = f"{done}/{self._total}"
+            if self._bar_label is not None:
+                self._bar_label.value = self._progress_line()
         if frame == self._last_frame:
             return
         update_display(frame, raw=True, display_id=self._display_id)
@@ -212,7 +234,9 @@ class LiveView:
             display(final, raw=True)
             return
         if self._bar is not None:
-            self._bar.close()
+            for widget in (self._bar_box, self._bar_label, self._bar):
+                if widget is not None:
+                    widget.close()
         self._publish(final)
 
 

@@ -2,7 +2,8 @@
 
     %parallel_pool [-n N] [--init CODE] [--init-timeout S] [--stuck-after S]
     %%parallel [--timeout S] [--targets I,J]        (or %parallel [...] STATEMENT)
-    %parallel_map [--timeout S] [--chunksize K] [-o NAME] [--profile] TARGET ITEMS
+    %parallel_map [--timeout S] [--chunksize K] [-o NAME] [--errors raise|collect]
+                  [--profile] TARGET ITEMS
     %parallel_status [--watch S | --stop]
     %parallel_profile [--functions] [--export PATH] [-o NAME]
 
@@ -15,7 +16,6 @@ process may use (or by %parallel_pool); ``current_pool()`` returns it.
 from __future__ import annotations
 
 import keyword
-import linecache
 import os
 import re
 import sys
@@ -45,11 +45,16 @@ from interp_rpc._errors import (
     RemoteError,
     WorkerDiedError,
 )
+from interp_rpc._map import MapRun
 from interp_rpc._pool import InterpreterPool
 from interp_rpc._profile import Profile
-from interp_rpc.notebook import live, options, profile
+from interp_rpc.notebook import live, options, profile, worker_output
 
 _RUN_CELL = "_interp_rpc_worker.run_cell"  # defined by _worker.py in every worker
+
+# After Ctrl-C, how long to wait for the reply of a cell that no worker runs
+# any more (it has just finished; its reply is being handed over).
+_REPLY_GRACE_SECONDS = 5.0
 
 # A word that looks like an option, left after ITEMS: a hint when ITEMS fails.
 _TRAILING_OPTION = re.compile(r"\s--?[A-Za-z]")
@@ -174,6 +179,7 @@ class ParallelMagics(Magics):
         args, rest = options.parse(self.parallel, line)
         if args is None:
             return
+        from_cell = cell is not None
         if cell is None:
             if not rest:
                 raise UsageError("%parallel needs a statement (or use %%parallel for a cell)")
@@ -189,12 +195,24 @@ class ParallelMagics(Magics):
             raise UsageError(f"--targets names worker {targets[-1]}, but the pool has workers "
                              f"0-{pool.workers - 1}")
         # IPython syntax becomes Python, and a syntax error shows once, here.
-        source = self.shell.transform_cell(cell)
-        filename = f"<parallel cell In[{self.shell.execution_count}]>"
-        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        # A cell's body starts on the cell's second line: its line numbers
+        # are the cell's. IPython's compiler names it, so that tracebacks
+        # show "Cell In[N]" for it as for the cell itself.
+        source = ("\n" if from_cell else "") + self.shell.transform_cell(cell)
+        filename = self.shell.compile.cache(source, self.shell.execution_count, raw_code=source)
         compile(source, filename, "exec")
-        with pool.profile() as self.last_profile:
-            outcomes = self._run_everywhere(pool, targets, (source, filename), args.timeout)
+        # Streamed while it runs where a display can be updated in place.
+        streamed = None if live.in_terminal() else worker_output.CellOutput(pool)
+        run_args = (source, filename) if streamed is None else (source, filename,
+                                                                 streamed.relay.id)
+        if streamed is not None:
+            streamed.start()
+        try:
+            with pool.profile() as self.last_profile:
+                outcomes = self._run_everywhere(pool, targets, run_args, args.timeout)
+        finally:
+            if streamed is not None:
+                streamed.stop()
         _show_outputs({i: o["stdout"] for i, o in outcomes.items() if isinstance(o, dict)},
                       sys.stdout)
         _show_outputs({i: o["stderr"] for i, o in outcomes.items() if isinstance(o, dict)},
@@ -209,7 +227,7 @@ class ParallelMagics(Magics):
             raise ParallelCellError(errors, workers=len(targets))
 
     def _run_everywhere(self, pool: InterpreterPool, targets: list[int],
-                        run_args: tuple[str, str], timeout: float | None
+                        run_args: tuple[Any, ...], timeout: float | None
                         ) -> dict[int, dict[str, Any] | Exception]:
         """run_cell in each target worker: its outcome, or the error it stands for.
         On Ctrl-C, shows what the finished workers printed and names the busy ones."""
@@ -249,14 +267,18 @@ class ParallelMagics(Magics):
 
     def _report_interrupted_cell(self, pool: InterpreterPool, handles: dict[int, Any],
                                  outcomes: dict[int, dict[str, Any] | Exception]) -> None:
-        busy = []
+        busy, not_started = [], []
         for index, handle in handles.items():
             if index in outcomes:
                 continue
             if handle.wait(0):
                 outcomes[index] = self._settle(pool, handle)
+            elif pool._engine.cancel(handle):
+                not_started.append(index)
+            elif pool._busy_worker(handle.id)[0] is None and handle.wait(_REPLY_GRACE_SECONDS):
+                # It had just finished: its reply was on its way.
+                outcomes[index] = self._settle(pool, handle)
             else:
-                pool._engine.cancel(handle)
                 busy.append(index)
         finished = {i: o for i, o in outcomes.items() if isinstance(o, dict)}
         _show_outputs({i: o["stdout"] for i, o in finished.items()}, sys.stdout)
@@ -267,13 +289,17 @@ class ParallelMagics(Magics):
             print(f"Interrupted: {_render.worker_ranges(busy)} still running the cell (it "
                   f"cannot be stopped there and will finish on its own){shown}.",
                   file=sys.stderr)
+        if not_started:
+            print(f"{_render.worker_ranges(not_started).capitalize()} had not started the "
+                  "cell; it will not run there.", file=sys.stderr)
 
     # --------------------------------------------------------- %parallel_map
 
     @no_var_expand
     @options.plain_help
     @magic_arguments()
-    @kwds(usage="%(prog)s [--timeout S] [--chunksize K] [-o NAME] [--profile] TARGET ITEMS",
+    @kwds(usage="%(prog)s [--timeout S] [--chunksize K] [-o NAME] [--errors raise|collect] "
+                "[--profile] TARGET ITEMS",
           epilog="TARGET: a function of the notebook, a name defined in the workers "
                  "(%%parallel), or a dotted path they can import. ITEMS: any Python "
                  "expression, taken verbatim, that gives the items.")
@@ -281,12 +307,18 @@ class ParallelMagics(Magics):
     @argument("--chunksize", type=int, help="items per request (default: adaptive)")
     @argument("-o", "--out", metavar="NAME",
               help="store the results in this variable instead of returning them")
+    @argument("--errors", choices=("raise", "collect"), default="raise",
+              help="raise (default): the first failing item raises, and the map stops; "
+                   "collect: each failing item's RemoteError takes its place among the "
+                   "results, and the map goes on")
     @argument("--profile", action="store_true",
               help="profile the functions the workers run (cProfile in each, merged), and "
                    "show the top functions; %%parallel_profile shows the run again")
     @line_magic
     def parallel_map(self, line: str) -> list[Any] | None:
-        """Call TARGET on every item of ITEMS in parallel, with live progress and status."""
+        """Call TARGET on every item of ITEMS in parallel, with live progress and
+        status; what the workers print shows in the cell, under the worker
+        and item that printed it."""
         args, rest = options.parse(self.parallel_map, line)
         if args is None:
             return None
@@ -309,12 +341,18 @@ class ParallelMagics(Magics):
         first = self._run_starts()
         view = live.LiveView(pool, target=_targets.describe(target), total=len(items),
                              stuck_after=self.stuck_after, since=first)
+        printed = worker_output.WorkerOutput(pool)
+        printed.start()
+        run: MapRun | None = None
         try:
             with pool.profile(functions=args.profile) as self.last_profile:
-                results = pool._map(target, (items,), timeout=args.timeout,
-                                    chunksize=args.chunksize, on_dispatched=view.start)
+                run = MapRun(pool, target, (items,), timeout=args.timeout,
+                             chunksize=args.chunksize, buffersize=None,
+                             on_dispatched=view.start, errors=args.errors,
+                             output=printed.relay.id)
+                results = run.collect()
         except KeyboardInterrupt:
-            self._report_interrupted(pool, first, len(items))
+            self._report_interrupted(pool, run, len(items))
             raise
         except RemoteError as failure:
             if args.out and failure.partial_results is not None:
@@ -324,7 +362,10 @@ class ParallelMagics(Magics):
                       "the other items hold interp_rpc.MISSING.", file=sys.stderr)
             raise
         finally:
+            printed.stop()
             view.stop()
+        if args.errors == "collect":
+            _report_collected(results)
         if args.profile:
             profile.show(self.last_profile, functions=True)
         if args.out:
@@ -371,18 +412,16 @@ class ParallelMagics(Magics):
             raise UsageError(f"iterating ITEMS {source!r} raised {type(exc).__name__}: "
                              f"{exc}") from None
 
-    def _report_interrupted(self, pool: InterpreterPool, first: tuple[int, int],
-                            total: int) -> None:
-        after, first_id = first
-        done = sum(r.item_count for r in pool.call_records(after)
-                   if r.id >= first_id and r.outcome == "replied" and r.item_index is not None)
+    @staticmethod
+    def _report_interrupted(pool: InterpreterPool, run: MapRun | None, total: int) -> None:
+        done = 0 if run is None else run.finished_items
         busy = [w for w in pool.status() if w.state == "busy"]
         print(f"Interrupted: {done} of {total} items had completed; queued items were "
               "cancelled.", file=sys.stderr)
         for w in busy:
-            print(f"  worker {w.index} is still running {w.target} (item {w.item_index}) for "
-                  f"{w.busy_seconds:.1f} s; it cannot be stopped and will finish on its own.",
-                  file=sys.stderr)
+            print(f"  worker {w.index} is still running {w.target} (its chunk from item "
+                  f"{w.item_index}, for {w.busy_seconds:.1f} s); it stops after its current "
+                  "item, which cannot be interrupted.", file=sys.stderr)
 
     # ------------------------------------------------------- status, profile
 
@@ -453,11 +492,20 @@ class ParallelMagics(Magics):
 
 def _show_outputs(texts: dict[int, str], stream: Any) -> None:
     """Each distinct non-empty text once, headed by the workers that printed it."""
-    for workers, text in _render.group_by_worker({i: t for i, t in texts.items() if t}):
-        stream.write(f"[{_render.worker_ranges(workers)}]\n{text}")
-        if not text.endswith("\n"):
-            stream.write("\n")
+    stream.write(worker_output.grouped(texts))
     stream.flush()
+
+
+def _report_collected(results: list[Any]) -> None:
+    """--errors=collect: which items failed (their errors are among the results)."""
+    failed = [i for i, r in enumerate(results) if isinstance(r, RemoteError)]
+    if not failed:
+        return
+    shown = ", ".join(map(str, failed[:10])) + (", ..." if len(failed) > 10 else "")
+    kinds = sorted({type(results[i]).__name__ for i in failed})
+    print(f"{len(failed)} of {len(results)} items failed (item{'s' if len(failed) > 1 else ''} "
+          f"{shown}: {', '.join(kinds)}); their errors are in the results, in their place.",
+          file=sys.stderr)
 
 
 def _cell_error(info: dict[str, str], worker: int) -> Exception:
