@@ -57,7 +57,7 @@ def main() -> None:
 
         contenders = {
             f"ClusterPool, {args.processes} processes x 1 subinterpreter":
-                lambda work: pool.map("workloads.count_primes", work, chunksize=1),
+                lambda work: list(pool.map("workloads.count_primes", work, chunksize=1)),
             f"dask, {args.processes} processes x 1 thread": lambda work: on_dask(processes, work),
             f"dask, 1 process x {args.processes} threads": lambda work: on_dask(threads, work),
         }
@@ -84,7 +84,7 @@ def main() -> None:
         ours = theirs = 0.0
         for _ in range(args.rounds):
             start = time.perf_counter()
-            assert pool.map("workloads.identity", tiny) == tiny
+            assert list(pool.map("workloads.identity", tiny)) == tiny
             ours += time.perf_counter() - start
             start = time.perf_counter()
             assert processes.gather(processes.map(workloads.identity, tiny, pure=False)) == tiny

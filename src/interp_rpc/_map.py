@@ -140,7 +140,7 @@ class MapRun:
             pool = self._pool
             # Per chunk: a pool.profile() that starts during a lazy map times
             # the chunks sent after it started.
-            mode = pool._profiling.chunk_mode(self._mode)
+            mode = pool._profiling.chunk_mode(self._mode, len(chunk))
             hooks = {"start": start, "stop": pickle.PickleBuffer(self._stop_flag),
                      "collect": self._collect, "output": self._output}
             encoded = pool._encode(self._fn, (chunk, hooks), {}, mode, start)
@@ -170,8 +170,9 @@ class MapRun:
             self._stop_flag[0] = 1
         engine = self._pool._engine
         while self._pending:
-            _, _, handle = self._pending.popleft()
-            engine.cancel(handle)
+            start, count, handle = self._pending.popleft()
+            if not engine.cancel(handle):  # it runs, or ran: its reply has its item times
+                self._pool._profiling.abandoned(handle, start, count)
 
     def results(self) -> Iterator[Any]:
         """The results, in order; the generator cancels what is left when
@@ -193,8 +194,10 @@ class MapRun:
                 values, failed, error, *marks = _replies.reply_value(
                     handle.status, handle.reply_kind, handle.reply, handle.worker, self._fn,
                     (), {}, chunk_start=start)
-                if marks:  # the chunk was profiled: its items' times
-                    self._pool._profiling.item_marks(handle.id, marks[0], failed)
+                if marks or (failed >= 0 and self._pool._profiling.on):
+                    # Its items' times (a profiled chunk), or which one failed.
+                    self._pool._profiling.item_marks(handle.id, marks[0] if marks else None,
+                                                     failed)
                 if failed < 0 and error is not None:  # collected failures
                     for offset, info in _wire.loads(error):
                         values[offset] = _replies.remote_error(

@@ -12,7 +12,7 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor, Future
 from typing import Any, Self
 
@@ -149,15 +149,16 @@ class InterpreterPool(Executor):
                       output=output).collect()
 
     def _on_every_worker(self, target: object, args: tuple[Any, ...] = (),
-                         kwargs: dict[str, Any] | None = None, timeout: float | None = None
-                         ) -> list[Any | BaseException]:
-        """Run ``target`` once in each worker (for notebook cells that define
-        things everywhere). One entry per worker: its result, or the error it
-        stands for. ``timeout`` is a deadline for all of them."""
+                         kwargs: dict[str, Any] | None = None, timeout: float | None = None,
+                         workers: Sequence[int] | None = None) -> list[Any | BaseException]:
+        """Run ``target`` once in each worker (or each of ``workers``), for
+        notebook cells that define things everywhere. One entry per worker:
+        its result, or the error it stands for. ``timeout`` is a deadline for
+        all of them."""
         kwargs = kwargs or {}
         deadline = None if timeout is None else time.monotonic() + timeout
         handles: list[_core.CallHandle | BaseException] = []
-        for index in range(self.workers):
+        for index in range(self.workers) if workers is None else workers:
             try:
                 handles.append(self._dispatch(target, args, kwargs, worker=index))
             except PoolBrokenError:

@@ -18,7 +18,8 @@ from typing import Any, cast
 OK = "ok"
 FAILED = "failed"  # the target raised
 CANCELLED = "cancelled"  # removed from the queue before it ran
-TIMED_OUT = "timed out"  # the caller stopped waiting for it (its request's timeout)
+TIMED_OUT = "timed out"  # running (or queued) when the caller stopped waiting for it
+AFTER_TIMEOUT = "ran after timeout"  # its chunk's caller had given up: its result was dropped
 WORKER_DIED = "worker died"
 NOT_RUN = "not run"  # after a failed item of its chunk, or its pool broke
 RUNNING = "running"  # still running when the profile ended

@@ -5,23 +5,32 @@ calls, total and cumulative time summed over workers, then per worker; a
 trusted notebook sorts it on a header click. The icicle is built from the
 merged caller/callee edges (cProfile keeps no full stacks): each function's
 children share its width in proportion to the cumulative time spent in them
-when called from it.
+when called from it. A trusted notebook's script redraws it interactive
+(a card per box, a click zooms to it) from the boxes embedded as JSON.
 """
 
 from __future__ import annotations
 
 import base64
 import html as html_lib
-import itertools
+import json
+from dataclasses import dataclass
 from typing import Any
 
 from interp_rpc._profile import Profile
+from interp_rpc._profile_html import PALETTE, json_in_html
 
 #: Rows of the table (the rest is in Profile.stats).
 TOP_FUNCTIONS = 40
 #: Depth and smallest width (share of the total) the icicle draws.
 ICICLE_DEPTH = 12
 ICICLE_MIN_SHARE = 0.005
+ICICLE_WIDTH = 900
+#: The static icicle's fills: pale, under dark text on its white background.
+ICICLE_PALE = ("#ddf4ff", "#dafbe1", "#fbefff", "#fff8c5", "#ffebe9")
+#: The interactive icicle's fills, drawn translucent over the theme's
+#: background under text in the theme's colour: the timeline's palette.
+ICICLE_COLOURS = PALETTE
 
 Func = tuple[str, int, str]
 
@@ -63,14 +72,31 @@ def html(profile: Profile) -> str:
                       f"<td data-v='{ct:.6f}'>{ct:.4f}</td>" for nc, tt, ct in cells)
         name = html_lib.escape(label(func))
         body.append(f"<tr><td data-v='{name}' style='text-align:left'>{name}</td>{tds}</tr>")
-    icicle = icicle_svg(profile)
-    data = base64.b64encode(icicle.encode("utf-8")).decode("ascii")
+    nodes = icicle_nodes(profile)
+    picture = base64.b64encode(icicle_svg(nodes).encode("utf-8")).decode("ascii")
+    data = json.dumps(_icicle_data(nodes), separators=(",", ":"))
     return ("<div class='irpc-functions'><b>Functions, across all workers</b> (seconds; "
             "click a header to sort)<div style='overflow-x:auto'><table class='irpc-sortable'>"
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
             "<b>Icicle of the merged call graph</b> (width: cumulative time)<br>"
-            f"<img src='data:image/svg+xml;base64,{data}' alt='icicle graph' "
-            "style='max-width:100%'></div>")
+            f"<img class='irpc-icicle-img' src='data:image/svg+xml;base64,{picture}' "
+            "alt='icicle graph' style='max-width:100%'><div class='irpc-icicle-live' hidden>"
+            "</div><script type='application/json' class='irpc-icicle-data'>"
+            f"{json_in_html(data)}</script></div>")
+
+
+@dataclass(frozen=True)
+class IcicleNode:
+    """One box: a function as called from its parent box. ``x`` and ``width``
+    are shares of the whole width; times in seconds, for that call path."""
+
+    func: Func
+    depth: int
+    x: float
+    width: float
+    calls: int
+    tottime: float
+    cumtime: float
 
 
 def _merged(profile: Profile) -> dict[Func, Any]:
@@ -78,44 +104,68 @@ def _merged(profile: Profile) -> dict[Func, Any]:
     return {} if merged is None else dict(merged.stats)  # type: ignore[attr-defined]
 
 
-def icicle_svg(profile: Profile, width: int = 900) -> str:
-    """Roots on top, callees below; a self-contained picture (own background)."""
+def icicle_nodes(profile: Profile) -> list[IcicleNode]:
+    """The boxes of the icicle, roots on top: each function's callees share
+    its width in proportion to the cumulative time spent in them when called
+    from it (boxes narrower than ICICLE_MIN_SHARE or deeper than ICICLE_DEPTH
+    are left out)."""
     stats = _merged(profile)
-    callees: dict[Func, dict[Func, float]] = {}
+    callees: dict[Func, dict[Func, tuple[int, float, float]]] = {}
     for func, (_, _, _, _, callers) in stats.items():
         for caller, edge in callers.items():
-            callees.setdefault(caller, {})[func] = edge[3]
-    roots = [(f, v[3]) for f, v in stats.items() if not v[4]]
-    total = sum(ct for _, ct in roots) or 1.0
-    row, palette = 18, itertools.cycle(("#ddf4ff", "#dafbe1", "#fbefff", "#fff8c5", "#ffebe9"))
-    boxes: list[str] = []
-    depth_used = 0
+            callees.setdefault(caller, {})[func] = (edge[1], edge[2], edge[3])
+    roots = [(f, (v[1], v[2], v[3])) for f, v in stats.items() if not v[4]]
+    total = sum(edge[2] for _, edge in roots) or 1.0
+    nodes: list[IcicleNode] = []
 
-    def place(func: Func, x: float, w: float, depth: int, path: frozenset[Func]) -> None:
-        nonlocal depth_used
-        if w < ICICLE_MIN_SHARE * width or depth >= ICICLE_DEPTH:
+    def place(func: Func, edge: tuple[int, float, float], x: float, w: float, depth: int,
+              path: frozenset[Func]) -> None:
+        if w < ICICLE_MIN_SHARE or depth >= ICICLE_DEPTH:
             return
-        depth_used = max(depth_used, depth + 1)
-        name = html_lib.escape(label(func).rsplit("/", 1)[-1])
-        y = depth * row
-        boxes.append(f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{row - 1}" '
-                     f'fill="{next(palette)}" stroke="#8c959f" stroke-width="0.5"/>'
-                     f'<text x="{x + 3:.1f}" y="{y + 13}" fill="#1f2328">'
-                     f'{name[: max(0, int(w / 6.5))]}</text>')
-        children = {c: ct for c, ct in callees.get(func, {}).items() if c not in path}
+        nodes.append(IcicleNode(func, depth, x, w, *edge))
+        children = {c: e for c, e in callees.get(func, {}).items() if c not in path}
         own = stats[func][3] or 1.0
         cx = x
-        for child, ct in sorted(children.items(), key=lambda kv: kv[1], reverse=True):
-            cw = w * min(1.0, ct / own)
-            place(child, cx, cw, depth + 1, path | {child})
+        for child, child_edge in sorted(children.items(), key=lambda kv: kv[1][2],
+                                        reverse=True):
+            cw = w * min(1.0, child_edge[2] / own)
+            place(child, child_edge, cx, cw, depth + 1, path | {child})
             cx += cw
 
     x = 0.0
-    for func, ct in sorted(roots, key=lambda kv: kv[1], reverse=True):
-        w = width * ct / total
-        place(func, x, w, 0, frozenset({func}))
+    for func, edge in sorted(roots, key=lambda kv: kv[1][2], reverse=True):
+        w = edge[2] / total
+        place(func, edge, x, w, 0, frozenset({func}))
         x += w
-    height = max(row, depth_used * row)
+    return nodes
+
+
+def _short_label(func: Func) -> str:
+    return label(func).rsplit("/", 1)[-1]
+
+
+def _icicle_data(nodes: list[IcicleNode]) -> dict[str, Any]:
+    """The interactive icicle's data, in columns (times in ns)."""
+    return {"width": ICICLE_WIDTH, "depth": max((n.depth + 1 for n in nodes), default=1),
+            "colours": ICICLE_COLOURS, "name": [label(n.func) for n in nodes],
+            "short": [_short_label(n.func) for n in nodes], "d": [n.depth for n in nodes],
+            "x": [n.x for n in nodes], "w": [n.width for n in nodes],
+            "calls": [n.calls for n in nodes], "tt": [round(n.tottime * 1e9) for n in nodes],
+            "ct": [round(n.cumtime * 1e9) for n in nodes]}
+
+
+def icicle_svg(nodes: list[IcicleNode], width: int = ICICLE_WIDTH) -> str:
+    """The icicle as a self-contained picture (its own background and colours)."""
+    row = 18
+    boxes = []
+    for index, node in enumerate(nodes):
+        x, w, y = node.x * width, node.width * width, node.depth * row
+        name = html_lib.escape(_short_label(node.func)[: max(0, int(w / 6.5))])
+        boxes.append(f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{row - 1}" '
+                     f'fill="{ICICLE_PALE[index % len(ICICLE_PALE)]}" stroke="#8c959f" '
+                     f'stroke-width="0.5"/><text x="{x + 3:.1f}" y="{y + 13}" '
+                     f'fill="#1f2328">{name}</text>')
+    height = max(row, max((n.depth + 1 for n in nodes), default=1) * row)
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
             f'font-family="sans-serif" font-size="11"><rect width="{width}" height="{height}" '
             f'fill="#ffffff"/>{"".join(boxes)}</svg>')

@@ -4,11 +4,12 @@ The HTML carries two versions of every picture. A static SVG, as an
 ``<img src="data:image/svg+xml;base64,...">``: JupyterLab's sanitizer keeps it
 in an untrusted notebook (it strips inline ``<svg>``, ``<style>`` and
 ``<script>``), and so do HTML exports. In a trusted or live notebook the
-inline script replaces it with the interactive timeline (zoom, pan, hover
-card) and makes the function table sortable. Nothing is loaded from the
-network. The static pictures carry their own light background, since an
-image cannot read the page's theme; the interactive ones use JupyterLab's
-CSS variables (with light fallbacks), and their text ``currentColor``.
+inline script replaces the pictures with the interactive timeline and icicle
+(zoom, pan, hover cards) and makes the function table sortable. Nothing is
+loaded from the network. The static pictures carry their own light
+background, since an image cannot read the page's theme; the interactive ones
+use JupyterLab's CSS variables (with light fallbacks), and their text
+``currentColor``.
 """
 
 from __future__ import annotations
@@ -247,11 +248,11 @@ def html(profile: Profile) -> str:
             f"<div class='irpc-static'>{picture}"
             "</div><div class='irpc-live' hidden></div>"
             f"{_table(profile.summary())}{_slowest(profile)}{functions}"
-            f"<script type='application/json' class='irpc-data'>{_json_in_html(data)}</script>"
+            f"<script type='application/json' class='irpc-data'>{json_in_html(data)}</script>"
             f"<script>{SCRIPT}</script></div>")
 
 
-def _json_in_html(text: str) -> str:
+def json_in_html(text: str) -> str:
     """JSON that cannot end the <script> element it sits in."""
     return text.replace("</", "<\\/")
 

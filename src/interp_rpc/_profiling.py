@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from interp_rpc import _profile as model
 from interp_rpc import _wire, _worker_profiling
+from interp_rpc._engine import _core
 from interp_rpc._errors import InterpRpcError
 
 if TYPE_CHECKING:
@@ -41,19 +42,33 @@ class ProfileRecorder:
         self._sessions: list[ProfileSession] = []
         self.functions_session: ProfileSession | None = None
 
-    def chunk_mode(self, mode: str) -> str:
-        """A chunk request's mode: with item times while a session is on."""
-        return mode + _worker_profiling.ITEM_TIMES if self._sessions else mode
+    @property
+    def on(self) -> bool:
+        return bool(self._sessions)
 
-    def item_marks(self, call_id: int, marks: list[int], failed: int) -> None:
-        """A profiled chunk's reply: its items' times, and which failed (or -1)."""
+    def chunk_mode(self, mode: str, items: int) -> str:
+        """A chunk request's mode: with item times while a session is on (a
+        chunk of one item needs none: its request's times are the item's)."""
+        return mode + _worker_profiling.ITEM_TIMES if self._sessions and items > 1 else mode
+
+    def item_marks(self, call_id: int, marks: list[int] | None, failed: int) -> None:
+        """A map chunk's reply: its items' times (None: a chunk of one item,
+        not timed), and which item failed (or -1)."""
         for session in self._sessions:
             session.marks[call_id] = (marks, failed)
 
     def gave_up(self, call_id: int) -> None:
         """The caller stopped waiting for this call (its timeout passed)."""
+        now = time.monotonic_ns()
         for session in self._sessions:
-            session.timed_out.add(call_id)
+            session.timed_out.setdefault(call_id, now)
+
+    def abandoned(self, handle: _core.CallHandle, first: int, count: int) -> None:
+        """A map chunk whose reply the caller will not read (its map timed
+        out or was closed) and that its worker may still run: the session
+        reads its items' times from the reply, if it came by the end."""
+        for session in self._sessions:
+            session.abandoned.setdefault(handle.id, (handle, first, count))
 
     def add(self, session: ProfileSession) -> None:
         with self._lock:
@@ -81,8 +96,12 @@ class ProfileSession:
         self._pool = pool
         self._recorder = recorder
         self.functions = functions
-        self.marks: dict[int, tuple[list[int], int]] = {}
-        self.timed_out: set[int] = set()
+        #: Per map chunk: its items' times (None: not timed), and its failed item or -1.
+        self.marks: dict[int, tuple[list[int] | None, int]] = {}
+        #: Calls the caller gave up on: when (time.monotonic_ns()).
+        self.timed_out: dict[int, int] = {}
+        #: Map chunks whose replies the caller did not read: (handle, first item, items).
+        self.abandoned: dict[int, tuple[_core.CallHandle, int, int]] = {}
         self.profile = model.Profile(workers=pool.workers, functions=functions, recording=True)
         self._log_position = 0
         self._first_id = 0
@@ -126,20 +145,22 @@ class ProfileSession:
         if logged and logged[0]["seq"] > self._log_position + 1:
             profile.lost_records = logged[0]["seq"] - self._log_position - 1
         mine = [r for r in logged if self._first_id <= r["id"] <= last_id]
+        self._read_abandoned()
         marks, timed_out = self.marks, self.timed_out
-        running_now = [_running(w.call_id, w.index, w.target or "?", w.item_index,
-                                end_ns - int(w.busy_seconds * 1e9), end_ns)
+        running_now = [self._running(w.call_id, w.index, w.target or "?", w.item_index,
+                                     end_ns - int(w.busy_seconds * 1e9), end_ns)
                        for w in running if w.call_id is not None]
 
         def build() -> list[model.ItemRecord]:
             records = [item for r in mine
-                       for item in _items_of(r, marks.get(r["id"]), r["id"] in timed_out)]
+                       for item in _items_of(r, marks.get(r["id"]), timed_out.get(r["id"]))]
             records += running_now
             records.sort(key=lambda r: (r.started_ns or r.enqueued_ns, r.worker))
             return records
 
         profile.pending = build
-        groups = sum(len(marks[r["id"]][0]) // 2 for r in mine if r["id"] in marks)
+        groups = sum(len(m) // 2 for r in mine
+                     if (m := marks.get(r["id"], (None, -1))[0]) is not None)
         profile.item_timing_overhead_ns = int(groups * clock_read_ns())
         # The timeline spans the work: from the first request's pickling to
         # the last item's end (the whole session when nothing ran).
@@ -153,6 +174,42 @@ class ProfileSession:
             profile.end_ns = end_ns
         profile.recording = False
 
+    def _read_abandoned(self) -> None:
+        """The item times of abandoned chunks that finished: their replies
+        carry them, as a read chunk's do."""
+        for call_id, (handle, _, _) in self.abandoned.items():
+            if call_id in self.marks or not handle.done:
+                continue
+            if handle.status != _core.STATUS_REPLIED or handle.reply_kind != _wire.RETURNED:
+                continue
+            try:
+                reply = _wire.loads(handle.reply)
+            except Exception as exc:  # results this process cannot load: times unknown
+                self.profile.notes.append(f"request {call_id}'s item times are unknown: its "
+                                          f"reply could not be loaded here ({exc})")
+                continue
+            self.marks[call_id] = (reply[3] if len(reply) == 4 else None, reply[1])
+
+    def _running(self, call_id: int, worker: int, target: str, item: int | None, start: int,
+                 end: int) -> model.ItemRecord:
+        """A call still running when the profile ended: one record (a map
+        chunk's items have no times of their own until its reply)."""
+        count, outcome = 1, model.RUNNING
+        if call_id in self.abandoned:
+            _, item, count = self.abandoned[call_id]
+        if call_id in self.timed_out:
+            outcome = model.TIMED_OUT
+            what = f"items {item}-{item + count - 1} show" if item is not None and count > 1 \
+                else "it shows"
+            self.profile.notes.append(
+                f"request {call_id} ({target}) timed out and was still running when the "
+                f"profile ended: {what} as one bar, without times of their own")
+        return model.ItemRecord(call_id=call_id, worker=worker, target=target, item=item,
+                                count=count, outcome=outcome, enqueued_ns=0, started_ns=start,
+                                finished_ns=end, group=1, request_items=count, serialize_ns=0,
+                                deserialize_ns=0, result_serialize_ns=0,
+                                request_started_ns=start)
+
     def _control(self, on: bool, timeout: float = CONTROL_TIMEOUT) -> list[Any]:
         outcomes = self._pool._on_every_worker(_PROFILE_FUNCTIONS, (on,), timeout=timeout)
         if on:
@@ -165,20 +222,24 @@ class ProfileSession:
         return outcomes
 
 
-def _items_of(r: dict[str, Any], marks: tuple[list[int], int] | None,
-              timed_out: bool) -> list[model.ItemRecord]:
-    """The ItemRecords of one request, from the engine's record of it."""
+def _items_of(r: dict[str, Any], marks: tuple[list[int] | None, int] | None,
+              gave_up_ns: int | None) -> list[model.ItemRecord]:
+    """The ItemRecords of one request, from the engine's record of it.
+    ``gave_up_ns``: when the caller stopped waiting for it, if it did."""
     t = r["timing"]
+    first, count = r["item_index"], r["item_count"]
     outcome = _OUTCOMES.get(r["outcome"], model.OK)
+    item_times, failed = marks if marks is not None else (None, -1)
     if outcome == model.OK:
-        if timed_out:
+        if gave_up_ns is not None and (item_times is None or r["item_index"] is None):
             outcome = model.TIMED_OUT
+        elif failed >= 0 and count == 1:  # a chunk of one item, not timed: its item failed
+            outcome = model.FAILED
         elif r["reply_kind"] == _wire.RESULT_UNSHAREABLE:
             outcome = model.UNSHAREABLE
         elif r["reply_kind"] != _wire.RETURNED:
             outcome = model.FAILED
     ran = t["started_ns"] > 0 and outcome not in (model.CANCELLED, model.NOT_RUN)
-    first, count = r["item_index"], r["item_count"]
 
     def record(item: int | None, n: int, outcome: str, start: int, end: int,
                group: int) -> model.ItemRecord:
@@ -191,23 +252,29 @@ def _items_of(r: dict[str, Any], marks: tuple[list[int], int] | None,
 
     if not ran:
         return [record(first, count, outcome, 0, 0, 1)]
-    if first is None or marks is None:
+    if first is None or item_times is None:
         return [record(first, count, outcome, t["started_ns"], t["finished_ns"], count)]
-    spans = _worker_profiling.item_spans(marks[0])
-    failed = marks[1]
-    out = [record(first + k, 1, model.FAILED if k == failed else outcome, start, end, group)
+    spans = _worker_profiling.item_spans(item_times)
+    groups = _worker_profiling.group_spans(item_times)
+
+    def item_outcome(k: int) -> str:
+        if k == failed:
+            return model.FAILED
+        if gave_up_ns is not None and outcome == model.OK:
+            # The caller gave up while this item's group ran (which of a
+            # group's items was running then is not known), or before it.
+            start, end = groups[k]
+            if start <= gave_up_ns < end:
+                return model.TIMED_OUT
+            if start >= gave_up_ns:
+                return model.AFTER_TIMEOUT
+        return outcome
+
+    out = [record(first + k, 1, item_outcome(k), start, end, group)
            for k, (start, end, group) in enumerate(spans)]
     if len(spans) < count:  # the items after a failed one never ran
         out.append(record(first + len(spans), count - len(spans), model.NOT_RUN, 0, 0, 1))
     return out
-
-
-def _running(call_id: int, worker: int, target: str, item: int | None, start: int,
-             end: int) -> model.ItemRecord:
-    return model.ItemRecord(call_id=call_id, worker=worker, target=target, item=item, count=1,
-                            outcome=model.RUNNING, enqueued_ns=0, started_ns=start,
-                            finished_ns=end, group=1, request_items=1, serialize_ns=0,
-                            deserialize_ns=0, result_serialize_ns=0, request_started_ns=start)
 
 
 _clock_cost: float | None = None

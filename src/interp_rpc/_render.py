@@ -60,7 +60,8 @@ def worker_ranges(indices: Iterable[int]) -> str:
             previous = index
             continue
         if start is not None:
-            runs.append(str(start) if start == previous else f"{start}-{previous}")
+            # ":d": a cluster's worker is an int whose str() says where it lives.
+            runs.append(f"{start:d}" if start == previous else f"{start:d}-{previous:d}")
         start = previous = index
     noun = "worker" if len(ordered) == 1 else "workers"
     return f"{noun} {', '.join(runs)}"

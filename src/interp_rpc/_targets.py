@@ -37,10 +37,25 @@ _DEFINE_AT_MODULE_LEVEL = (
 )
 
 
+class Normalized:
+    """A target another process normalized already (a ClusterPool's caller):
+    this process's pool sends it on as it was sent, never resolving it here,
+    where the caller's __main__ does not exist."""
+
+    def __init__(self, spec: TargetSpec, name: str) -> None:
+        self.spec = spec
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<target {self.name}>"
+
+
 def describe(target: object) -> str:
     """A short name for a target, for messages and the status board."""
     if isinstance(target, str):
         return target
+    if isinstance(target, Normalized):
+        return target.name
     module = getattr(target, "__module__", None) or "?"
     qualname = getattr(target, "__qualname__", None) or repr(target)
     return f"{module}.{qualname}"
@@ -91,6 +106,8 @@ def normalize(target: object) -> tuple[TargetSpec, str]:
     """(spec for the worker, display name), or TargetResolutionError."""
     if isinstance(target, str):
         return _normalize_path(target)
+    if isinstance(target, Normalized):
+        return target.spec, target.name
     if not callable(target):
         raise TargetResolutionError(
             f"target must be a callable or a dotted path string, not {type(target).__name__}",

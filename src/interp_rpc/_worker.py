@@ -463,7 +463,7 @@ def execute(request: memoryview, buffers: list[memoryview]) -> tuple[int, bytes,
                 result = _run_chunk(fn, args[0], mode == "starchunk", own_frames)
             else:  # a chunk of a profiled map: its reply carries the items' times
                 result = _profiling().run_chunk_timed(fn, args[0], mode.startswith("star"),
-                                                      target_spec)
+                                                      target_spec, MapStopped)
     except BaseException as exc:
         if profiler is not None:
             profiler.disable()

@@ -34,14 +34,17 @@ _MAX_GROWTH = 8
 _group_sizes: dict[object, int] = {}
 
 
-def run_chunk_timed(fn: Callable[..., Any], items: list[Any], star: bool, key: object
-                    ) -> tuple[list[Any], int, BaseException | None, list[int]]:
+def run_chunk_timed(fn: Callable[..., Any], items: list[Any], star: bool, key: object,
+                    stopped: type[BaseException]) -> tuple[list[Any], int, BaseException | None,
+                                                            list[int]]:
     """Runs fn on each item until one raises: (results so far, index of the
     failed item or -1, its exception, ``marks``). Marks are the start time,
     then for each group of items its size and the time it ended
     (``[t0, n1, t1, n2, t2, ...]``, ``time.monotonic_ns()`` values); a failed
-    item ends the last group. The exception is returned, not described, so
-    that the worker describes it after the function profiler stopped."""
+    item ends the last group, an item that raised ``stopped`` (its map was
+    stopped before it) did not run and is not in the marks. The exception is
+    returned, not described, so that the worker describes it after the
+    function profiler stopped."""
     clock = time.monotonic_ns
     results: list[Any] = []
     append = results.append
@@ -66,7 +69,9 @@ def run_chunk_timed(fn: Callable[..., Any], items: list[Any], star: bool, key: o
                     append(fn(item))
                     pos += 1
         except BaseException as exc:
-            marks += (pos + 1 - done_before, clock())
+            ran = pos - done_before if isinstance(exc, stopped) else pos + 1 - done_before
+            if ran:
+                marks += (ran, clock())
             _group_sizes[key] = size
             return results, pos, exc, marks
         now = clock()
@@ -89,6 +94,17 @@ def item_spans(marks: list[int]) -> list[tuple[int, int, int]]:
         step = (end - start) / count
         spans.extend((start + round(step * k), start + round(step * (k + 1)), count)
                      for k in range(count))
+        start = end
+    return spans
+
+
+def group_spans(marks: list[int]) -> list[tuple[int, int]]:
+    """Per item, ``(start_ns, end_ns)`` of the group it was timed in."""
+    spans: list[tuple[int, int]] = []
+    start = marks[0]
+    for index in range(1, len(marks) - 1, 2):
+        count, end = marks[index], marks[index + 1]
+        spans += [(start, end)] * count
         start = end
     return spans
 

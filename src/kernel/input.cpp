@@ -44,7 +44,7 @@ py::str ask_frontend(interpreter& owner, bool allow_stdin, const py::object& pro
   {
     py::gil_scoped_release release;
     try {
-      interrupter::input_wait interruptible(owner.interrupts());
+      interrupter::cancellable_wait interruptible(owner.interrupts());
       value = wait_for_input(owner, text, password);
     } catch (const std::exception& e) {
       // The server ends the wait when an interrupt cancels it; the interrupt

@@ -2,11 +2,15 @@
 
 #include "kernel/live_view.hpp"
 
+#include <poll.h>
+
+#include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <optional>
+#include <thread>
 #include <utility>
 
 #include <pybind11/eval.h>
@@ -37,6 +41,19 @@ nl::json to_json_object(const py::handle& value) {
     return nl::json::object();
   }
   return pyjson::to_json(value);
+}
+
+// Whether the Python code calling the current C++ function is `body`.
+bool called_from(const py::handle& body) {
+  PyFrameObject* frame = PyThreadState_GetFrame(PyThreadState_Get());
+  if (frame == nullptr) {
+    return false;
+  }
+  PyCodeObject* code = PyFrame_GetCode(frame);
+  const bool same = reinterpret_cast<PyObject*>(code) == body.ptr();
+  Py_DECREF(code);
+  Py_DECREF(frame);
+  return same;
 }
 
 std::string type_name(const py::handle& type) {
@@ -144,26 +161,90 @@ void interpreter::prepare_python() {
              "\nType 'copyright', 'credits' or 'license' for more information\n"
              "interp-rpc " INTERP_RPC_VERSION " -- IPython in a xeus kernel. Type '?' for help.\n";
 
+  start_import();
+}
+
+void interpreter::start_import() {
   // Importing IPython takes most of the startup (about 0.3 s of CPU). It
   // happens on a thread, so the kernel answers kernel_info (the frontend's
   // "ready") meanwhile; the shell starts on the first request that needs it.
+  //
+  // A stop cancels it: the loader's next import raises ImportCancelled, a
+  // BaseException, so that no module's `except ImportError` or `except
+  // Exception` takes it for a missing optional dependency. importlib then
+  // removes the modules it leaves half imported.
+  const py::object cancelled = py::reinterpret_steal<py::object>(PyErr_NewExceptionWithDoc(
+      "_interp_rpc_kernel.ImportCancelled", "The kernel stopped while IPython was being imported.",
+      PyExc_BaseException, nullptr));
+  if (!cancelled) {
+    throw py::error_already_set();
+  }
+  m_module.attr("ImportCancelled") = cancelled;
+  const py::cpp_function find_spec(
+      [this, cancelled](const py::handle&, const py::handle&, const py::handle&) -> py::object {
+        if (std::this_thread::get_id() == m_loader_id.load() && m_interrupter.stopping()) {
+          PyErr_SetString(cancelled.ptr(), "the kernel is stopping");
+          throw py::error_already_set();
+        }
+        return py::none();  // not ours to find: the next finder looks
+      },
+      "name"_a, "path"_a = py::none(), "target"_a = py::none());
+  m_import_canceller =
+      py::module_::import("types").attr("SimpleNamespace")("find_spec"_a = find_spec);
+  py::list meta_path = py::module_::import("sys").attr("meta_path");
+  meta_path.insert(0, m_import_canceller);
+
   m_loader = py::module_::import("threading")
-                 .attr("Thread")("target"_a = py::cpp_function([] {
-                                   for (const char* name : {"xeus_python_shell.shell", "comm",
-                                                            "IPython.core.compilerop",
-                                                            "IPython.utils.tokenutil"}) {
-                                     try {
-                                       py::module_::import(name);
-                                     } catch (py::error_already_set& e) {
+                 .attr("Thread")("target"_a = py::cpp_function([this, cancelled] {
+                                   m_loader_id = std::this_thread::get_id();
+                                   struct signal_done {
+                                     wake_pipe& done;
+                                     ~signal_done() { done.notify(); }
+                                   } done{m_import_done};
+                                   const char* name = "the shell's API";
+                                   try {
+                                     for (const char* module : {"xeus_python_shell.shell", "comm",
+                                                                "IPython.core.compilerop",
+                                                                "IPython.utils.tokenutil"}) {
+                                       name = module;
+                                       py::module_::import(module);
+                                     }
+                                     name = "the shell's API";
+                                     check_shell_api();
+                                   } catch (py::error_already_set& e) {
+                                     if (!e.matches(cancelled)) {
                                        std::cerr << "interp-rpc-kernel: cannot import " << name
                                                  << ": " << e.what() << std::endl;
                                        std::_Exit(1);
                                      }
                                    }
-                                   check_shell_api();
+                                   py::module_::import("sys").attr("meta_path").attr("remove")(
+                                       m_import_canceller);
                                  }),
                                  "name"_a = "interp-rpc-import", "daemon"_a = true);
   m_loader.attr("start")();
+}
+
+void interpreter::wait_for_import() {
+  bool imported = false;
+  {
+    py::gil_scoped_release release;
+    interrupter::cancellable_wait cancellable(m_interrupter);
+    pollfd fds[] = {{m_import_done.fd(), POLLIN, 0}, {m_interrupter.cancel_fd(), POLLIN, 0}};
+    while (::poll(fds, 2, -1) < 0 && errno == EINTR) {
+    }
+    imported = (fds[0].revents & POLLIN) != 0;
+  }
+  if (m_interrupter.stopping()) {
+    PyErr_SetString(PyExc_RuntimeError, "the kernel is stopping; IPython was not started");
+    throw py::error_already_set();
+  }
+  if (!imported) {
+    PyErr_SetString(PyExc_KeyboardInterrupt, "interrupted while IPython was starting");
+    throw py::error_already_set();
+  }
+  // Quick now: the loader has finished.
+  m_loader.attr("join")();
 }
 
 py::object& interpreter::shell() {
@@ -176,7 +257,7 @@ py::object& interpreter::shell() {
 void interpreter::start_shell() {
   // Importing on this thread too while the loader runs could hand us half
   // initialized modules (importlib accepts those in a cross-thread cycle).
-  m_loader.attr("join")();
+  wait_for_import();
 
   // Before IPython and extensions import anything that makes comms.
   m_comms.install(m_kernel_object);
@@ -272,6 +353,26 @@ def interruptible(run_code, open_window, close_window):
       scope["interruptible"](m_shell.attr("run_code"),
                              py::cpp_function([this] { m_interrupter.open(); }),
                              py::cpp_function([this] { m_interrupter.close(); }));
+  // Interrupts wait while IPython reports an error (see interrupter.hpp).
+  // Its report of the error that ended the user's code comes from run_code.
+  const py::object showtraceback = m_shell.attr("showtraceback");
+  const py::object run_code_body =
+      py::type::handle_of(m_shell).attr("run_code").attr("__code__");
+  m_shell.attr("showtraceback") = py::cpp_function(
+      [this, showtraceback, run_code_body](const py::args& args, const py::kwargs& kwargs) {
+        const bool ends_window = called_from(run_code_body);
+        py::object result;
+        {
+          interrupter::report_scope reporting(m_interrupter, ends_window);
+          result = showtraceback(*args, **kwargs);
+        }
+        // A traceback the user's code showed: an interrupt held back during
+        // the report is raised here, in that code, as it returns.
+        if (!ends_window && PyErr_CheckSignals() != 0) {
+          throw py::error_already_set();
+        }
+        return result;
+      });
   // One file name per cell, so that tracebacks read "Cell In[3], line 2" and
   // show the cell's source.
   m_shell.attr("compile").attr("get_filename") =
@@ -310,7 +411,24 @@ void interpreter::execute_request_impl(send_reply_callback cb, int,
 
 nl::json interpreter::execute(const std::string& code, const xeus::execute_request_config& config,
                               const nl::json& user_expressions) {
-  shell();
+  try {
+    shell();
+  } catch (py::error_already_set& e) {
+    // The cell never ran. Stopping: its answer is "aborted", as for the
+    // requests a failed cell leaves queued. Otherwise (an interrupt while
+    // IPython was being imported, or IPython failing to start) an error, shown
+    // as the cell's output since it has no traceback to show it.
+    if (m_interrupter.stopping()) {
+      return nl::json{{"status", "aborted"}};
+    }
+    const std::string ename = type_name(e.type());
+    const std::string evalue = py::str(e.value()).cast<std::string>();
+    const std::vector<std::string> traceback{ename + ": " + evalue};
+    if (!config.silent) {
+      publish_execution_error(ename, evalue, traceback);
+    }
+    return xeus::create_error_reply(ename, evalue, traceback);
+  }
   m_comms.collect_closed();
   m_last_traceback.clear();
   struct silent_scope {
@@ -529,6 +647,8 @@ void interpreter::detach_from_kernel() {
     return;
   }
   m_detached = true;
+  // Cancels IPython's import if it still runs (see start_import).
+  m_interrupter.stop();
   py::gil_scoped_acquire gil;
   stop_live_views();  // they publish through this interpreter
   if (m_loader) {
@@ -546,6 +666,7 @@ void interpreter::detach_from_kernel() {
     display_pub.attr("clear_output") = py::none();
     m_shell.attr("displayhook").attr("publish_execution_result") = py::none();
     py::delattr(m_shell, "_showtraceback");
+    py::delattr(m_shell, "showtraceback");
     py::delattr(m_shell, "run_code");
     py::delattr(m_shell, "ask_exit");
     py::delattr(m_shell, "set_next_input");

@@ -16,7 +16,10 @@
 //
 // Startup. configure() leaves IPython's import to a thread, so that the kernel
 // answers kernel_info at once; shell() starts IPython on the first request
-// that needs it.
+// that needs it. On a loaded machine the import takes seconds, and a
+// shutdown must not wait for it (jupyter_client kills a kernel that has not
+// exited 5 s after its shutdown request): a request waiting for the import
+// ends on an interrupt or a stop, and a stop cancels the import itself.
 #pragma once
 
 #include <atomic>
@@ -24,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -34,6 +38,7 @@
 #include "kernel/interrupter.hpp"
 #include "kernel/output_parent.hpp"
 #include "kernel/stream.hpp"
+#include "kernel/wake_pipe.hpp"
 
 namespace interp_rpc::kernel {
 
@@ -89,6 +94,9 @@ class interpreter final : public xeus::xinterpreter {
   void flush_streams();
 
   // The IPython shell, started on first use. Main thread, with the GIL.
+  // Raises (pybind11::error_already_set) if the kernel stops, or an
+  // interrupt comes, while it waits for IPython's import: a
+  // KeyboardInterrupt, or a RuntimeError once stopping.
   pybind11::object& shell();
 
   bool on_main_thread() const noexcept { return m_parent.on_main_thread(); }
@@ -115,6 +123,8 @@ class interpreter final : public xeus::xinterpreter {
   nl::json execute(const std::string& code, const xeus::execute_request_config& config,
                    const nl::json& user_expressions);
   void prepare_python();
+  void start_import();
+  void wait_for_import();
   void start_shell();
   void wire_shell();
   void show_traceback(const pybind11::handle& etype, const pybind11::handle& evalue,
@@ -128,6 +138,9 @@ class interpreter final : public xeus::xinterpreter {
   pybind11::module_ m_module;  // our Python classes
   pybind11::object m_kernel_object;  // get_ipython().kernel
   pybind11::object m_loader;  // the thread importing IPython
+  pybind11::object m_import_canceller;  // in sys.meta_path while it imports
+  std::atomic<std::thread::id> m_loader_id{};
+  wake_pipe m_import_done;  // readable once the loader has finished
   pybind11::object m_shell;
   pybind11::object m_stdout;
   pybind11::object m_stderr;

@@ -54,9 +54,23 @@ void interrupter::open() {
 void interrupter::close() {
   {
     std::lock_guard lock(m_mutex);
-    if (m_depth == 0 || --m_depth > 0) {
+    if (m_depth == 0) {
       return;
     }
+    --m_depth;
+    if (m_ended_depth > m_depth) {
+      m_ended_depth = 0;
+    }
+    if (m_depth > 0) {
+      // Back in the code around a nested window (a cell that called
+      // run_cell): it gets the interrupt the inner report held back.
+      if (m_held && !holding()) {
+        m_held = false;
+        PyErr_SetInterrupt();
+      }
+      return;
+    }
+    m_held = false;
   }
   // From here on no interrupt can be requested, so a tripped SIGINT handler is
   // stale: run the handlers now and drop the KeyboardInterrupt they raise.
@@ -67,6 +81,41 @@ void interrupter::close() {
       PyErr_WriteUnraisable(nullptr);  // another signal handler's error
     }
   }
+}
+
+interrupter::report_scope::report_scope(interrupter& owner, bool ends_window) : m_owner(owner) {
+  {
+    std::lock_guard lock(m_owner.m_mutex);
+    ++m_owner.m_reports;
+    if (ends_window) {
+      m_owner.m_ended_depth = m_owner.m_depth;
+    }
+  }
+  // An interrupt that tripped the handler before the report began is held
+  // back too, rather than raised inside the report.
+  if (PyErr_CheckSignals() != 0) {
+    if (PyErr_ExceptionMatches(PyExc_KeyboardInterrupt) != 0) {
+      PyErr_Clear();
+      std::lock_guard lock(m_owner.m_mutex);
+      m_owner.m_held = m_owner.m_depth > 0;
+    } else {
+      PyErr_WriteUnraisable(nullptr);  // another signal handler's error
+    }
+  }
+}
+
+interrupter::report_scope::~report_scope() {
+  std::lock_guard lock(m_owner.m_mutex);
+  --m_owner.m_reports;
+  if (m_owner.holding() || !m_owner.m_held) {
+    return;
+  }
+  m_owner.m_held = false;
+  PyErr_SetInterrupt();
+}
+
+bool interrupter::holding() const noexcept {
+  return m_depth > 0 && (m_reports > 0 || m_ended_depth == m_depth);
 }
 
 interrupter::request_guard::~request_guard() {
@@ -80,16 +129,19 @@ interrupter::request_guard::~request_guard() {
   m_owner.close();
 }
 
-interrupter::input_wait::input_wait(interrupter& owner) : m_owner(owner) {
+interrupter::cancellable_wait::cancellable_wait(interrupter& owner) : m_owner(owner) {
   std::lock_guard lock(m_owner.m_mutex);
-  m_owner.m_waiting_for_input = true;
-  m_owner.m_input_cancel.drain();  // an interrupt of an earlier wait
+  m_owner.m_waiting = true;
+  m_owner.m_cancel.drain();  // an interrupt of an earlier wait
+  if (m_owner.m_stopping) {
+    m_owner.m_cancel.notify();
+  }
 }
 
-interrupter::input_wait::~input_wait() {
+interrupter::cancellable_wait::~cancellable_wait() {
   std::lock_guard lock(m_owner.m_mutex);
-  m_owner.m_waiting_for_input = false;
-  m_owner.m_input_cancel.drain();
+  m_owner.m_waiting = false;
+  m_owner.m_cancel.drain();
 }
 
 void interrupter::stop() {
@@ -100,19 +152,31 @@ void interrupter::stop() {
   interrupt();
 }
 
+bool interrupter::stopping() {
+  std::lock_guard lock(m_mutex);
+  return m_stopping;
+}
+
 bool interrupter::interrupt() {
   std::lock_guard lock(m_mutex);
-  if (m_depth == 0) {
-    return false;
+  const bool in_window = m_depth > 0;
+  if (holding()) {
+    m_held = true;  // see report_scope
+    return true;
   }
-  // Async-signal-safe and GIL-free. If the user's code replaced SIGINT's
-  // handler, this calls theirs; if it ignores SIGINT, this does nothing.
-  PyErr_SetInterrupt();
-  if (m_waiting_for_input) {
-    m_input_cancel.notify();
+  if (in_window) {
+    // Async-signal-safe and GIL-free. If the user's code replaced SIGINT's
+    // handler, this calls theirs; if it ignores SIGINT, this does nothing.
+    // Before the wait ends: the waiter then finds the handler tripped.
+    PyErr_SetInterrupt();
   }
-  pthread_kill(m_main_thread, wake_signal());
-  return true;
+  if (m_waiting) {
+    m_cancel.notify();
+  }
+  if (in_window) {
+    pthread_kill(m_main_thread, wake_signal());
+  }
+  return in_window || m_waiting;
 }
 
 }  // namespace interp_rpc::kernel

@@ -21,6 +21,13 @@
 // lock:` acquired its lock skips the release (CPython raises it before the
 // with block is set up), and the lock of IPython's history, leaked that way,
 // deadlocks the next cell.
+//
+// Error reports. IPython shows an error in showtraceback, which catches a
+// KeyboardInterrupt raised while it formats the traceback and prints it in
+// place of the report. An interrupt arriving then (a second Ctrl-C, while
+// the first's error is being shown) would lose the report, or, in a
+// traceback the cell shows itself (%tb, ipywidgets' Output), the interrupt.
+// So interrupts wait while an error is reported (see report_scope).
 #pragma once
 
 #include <pthread.h>
@@ -56,6 +63,27 @@ class interrupter {
     interrupter& m_owner;
   };
 
+  // Main thread, holding the GIL, around IPython's report of an error: an
+  // interrupt that comes meanwhile (or that tripped the handler just before)
+  // is held back.
+  // - ends_window false (a traceback the user's code shows): once the report
+  //   is over, the held interrupt trips the handler again, for that code.
+  // - ends_window true (IPython's report of the error that ended the user's
+  //   code, from run_code): interrupts are held until the window closes,
+  //   and then dropped (the cell is over: a KeyboardInterrupt after the
+  //   report would report a second error) or, in a nested window (a cell
+  //   that called run_cell), raised in the code around it.
+  class report_scope {
+   public:
+    report_scope(interrupter& owner, bool ends_window);
+    ~report_scope();
+    report_scope(const report_scope&) = delete;
+    report_scope& operator=(const report_scope&) = delete;
+
+   private:
+    interrupter& m_owner;
+  };
+
   // Main thread, holding the GIL, around a whole request: closes the window
   // if Python left it open (a KeyboardInterrupt raised just as open()
   // returned skips the matching close()).
@@ -70,37 +98,48 @@ class interrupter {
     interrupter& m_owner;
   };
 
-  // Main thread, without the GIL, while it waits for the frontend's answer to
-  // an input request: an interrupt makes input_cancel_fd() readable, which
-  // ends the wait (the server polls it).
-  class input_wait {
+  // Main thread, without the GIL, while it blocks outside Python: waiting for
+  // the frontend's answer to an input request, or for IPython's import. An
+  // interrupt, or the kernel's stop, makes cancel_fd() readable, which ends
+  // the wait (the waiter polls it). Outside a window, an interrupt only
+  // ends the wait: it trips no KeyboardInterrupt.
+  class cancellable_wait {
    public:
-    explicit input_wait(interrupter& owner);
-    ~input_wait();
-    input_wait(const input_wait&) = delete;
-    input_wait& operator=(const input_wait&) = delete;
+    explicit cancellable_wait(interrupter& owner);
+    ~cancellable_wait();
+    cancellable_wait(const cancellable_wait&) = delete;
+    cancellable_wait& operator=(const cancellable_wait&) = delete;
 
    private:
     interrupter& m_owner;
   };
-  int input_cancel_fd() const noexcept { return m_input_cancel.fd(); }
+  int cancel_fd() const noexcept { return m_cancel.fd(); }
 
-  // Any thread (the control thread). Returns whether the window was open.
+  // Any thread (the control thread). Returns whether it reached the user's
+  // code or a cancellable wait.
   bool interrupt();
 
   // Any thread (the control thread), when the kernel shuts down: interrupts
   // the user's code now and whenever it starts from now on (a cell queued or
   // still waiting for IPython to start), so that the main thread gets back to
-  // its loop and stops.
+  // its loop and stops. A cancellable wait ends, now or as it begins.
   void stop();
+  // Any thread: whether stop() was called.
+  bool stopping();
 
  private:
+  // Whether an interrupt now is held back (see report_scope); with m_mutex.
+  bool holding() const noexcept;
+
   pthread_t m_main_thread;
-  wake_pipe m_input_cancel;
+  wake_pipe m_cancel;
   std::mutex m_mutex;
   // Guarded by m_mutex:
   int m_depth = 0;  // open windows
-  bool m_waiting_for_input = false;
+  int m_reports = 0;  // report_scopes alive
+  int m_ended_depth = 0;  // the window whose code has ended in an error; 0: none
+  bool m_held = false;  // an interrupt held back (see report_scope)
+  bool m_waiting = false;  // in a cancellable wait
   bool m_stopping = false;
 };
 

@@ -37,7 +37,7 @@ void run(const std::string& connection_file, const char* argv0) {
   xeus::xkernel xkernel(xeus::load_configuration(connection_file), xeus::get_user_name(),
                         xeus::make_zmq_context(), std::move(owned_interpreter),
                         kernel::with_shell_protocol(kernel::make_kernel_server_builder(
-                                                        interpreter.interrupts().input_cancel_fd()),
+                                                        interpreter.interrupts().cancel_fd()),
                                                     interpreter),
                         std::make_unique<kernel::ipython_history>(
                             [&interpreter] { return interpreter.shell(); }));

@@ -52,8 +52,8 @@ def run_blocked_map(pool: ClusterPool, directory: Path, gate: Path,
                     outcome: dict[str, Any]) -> threading.Thread:
     def run() -> None:
         try:
-            outcome["result"] = pool.map("clustertasks.block_in", [str(directory)] * 4,
-                                         [str(gate)] * 4, range(4), chunksize=1)
+            outcome["result"] = list(pool.map("clustertasks.block_in", [str(directory)] * 4,
+                                              [str(gate)] * 4, range(4), chunksize=1))
         except BaseException as exc:
             outcome["error"] = exc
 
@@ -80,6 +80,10 @@ def test_killing_a_process_mid_map(tmp_path: Path, retries: int) -> None:
                 wait_until(lambda: any(p.name.startswith(f"{pid}-") for p in started.iterdir()
                                        for pid in running - {victim}), CLUSTER_LIMIT)
             else:
+                # map() yields in order: an item before the dead ones, still
+                # running in the live process, must finish before the map
+                # reaches the first lost item and raises.
+                gate.touch()
                 thread.join(CLUSTER_LIMIT)
                 assert not thread.is_alive(), "the map hung after its worker died"
         finally:
@@ -159,7 +163,7 @@ def test_a_script_that_never_closes_its_pool_exits(tmp_path: Path) -> None:
 
         if __name__ == "__main__":
             pool = ClusterPool(processes=2, init={INIT!r})
-            print(pool.map("math.sqrt", [1.0, 4.0, 9.0]))
+            print(list(pool.map("math.sqrt", [1.0, 4.0, 9.0])))
     """)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[1.0, 2.0, 3.0]"

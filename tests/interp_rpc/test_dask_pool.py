@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import array
+import concurrent.futures
 import os
 import threading
 import zlib
@@ -64,15 +65,15 @@ def test_one_subinterpreter_per_dask_thread(pool: ClusterPool) -> None:
 
 def test_map_of_1000_items_is_in_order_and_uses_both_processes(pool: ClusterPool,
                                                               cluster: Any) -> None:
-    results = pool.map("clustertasks.where", range(1000), timeout=CLUSTER_LIMIT)
+    results = list(pool.map("clustertasks.where", range(1000), timeout=CLUSTER_LIMIT))
     assert [value for _, value in results] == list(range(1000))
     assert {pid for pid, _ in results} == worker_pids(cluster[1])
 
 
 def test_map_with_several_iterables_and_a_chunksize(pool: ClusterPool) -> None:
-    assert pool.map("operator.add", range(10), range(100, 110), chunksize=3) == [
+    assert list(pool.map("operator.add", range(10), range(100, 110), chunksize=3)) == [
         a + b for a, b in zip(range(10), range(100, 110), strict=True)]
-    assert pool.map("math.sqrt", []) == []
+    assert list(pool.map("math.sqrt", [])) == []
 
 
 def test_submit_returns_a_concurrent_future(pool: ClusterPool) -> None:
@@ -102,7 +103,7 @@ def test_remote_error_says_type_message_traceback_and_where(pool: ClusterPool,
 
 def test_a_failing_map_item_is_named_by_its_index(pool: ClusterPool) -> None:
     with pytest.raises(RemoteError) as caught:
-        pool.map("math.sqrt", [4.0] * 37 + [-1.0] + [9.0] * 10, chunksize=5)
+        list(pool.map("math.sqrt", [4.0] * 37 + [-1.0] + [9.0] * 10, chunksize=5))
     assert caught.value.item_index == 37
     assert caught.value.remote_type_name == "ValueError"
 
@@ -155,8 +156,8 @@ def test_map_timeout_counts_what_finished(pool: ClusterPool, tmp_path: Path) -> 
     items = [(str(tmp_path), str(gate), i) for i in range(4)]
     try:
         with pytest.raises(CallTimeoutError) as caught:
-            pool.map("clustertasks.block_in", *zip(*items, strict=True), timeout=0.5,
-                     chunksize=1)
+            list(pool.map("clustertasks.block_in", *zip(*items, strict=True), timeout=0.5,
+                          chunksize=1))
         assert (caught.value.completed, caught.value.total) == (0, 4)
     finally:
         gate.touch()
@@ -182,7 +183,7 @@ def test_closed_pool_refuses_calls(cluster: Any) -> None:
     with pytest.raises(PoolClosedError):
         pool.call("math.sqrt", 1.0)
     with pytest.raises(PoolClosedError):
-        pool.map("math.sqrt", [1.0])
+        list(pool.map("math.sqrt", [1.0]))
     pool.close()  # closing twice is harmless
     assert cluster[1].status == "running"  # a client the caller gave is theirs to close
 
@@ -190,7 +191,7 @@ def test_closed_pool_refuses_calls(cluster: Any) -> None:
 def test_status_stats_and_records_cover_every_process(pool: ClusterPool) -> None:
     pool.call("math.sqrt", 1.0)
     seen = pool.call_records()[-1].seq
-    pool.map("math.sqrt", [float(i) for i in range(64)], chunksize=8)
+    list(pool.map("math.sqrt", [float(i) for i in range(64)], chunksize=8))
     records = pool.call_records(after=seen)
     assert len(records) == 8 and sum(r.item_count for r in records) == 64
     assert {r.worker.pid for r in records if isinstance(r.worker, ClusterWorker)} == {
@@ -211,7 +212,7 @@ def test_workers_per_process_sets_the_subinterpreters_of_each_process(cluster: A
         assert sorted(int(w.index) for w in workers) == [0, 1, 2, 3]
         assert {w.index.subinterpreter for w in workers if isinstance(w.index, ClusterWorker)
                 } == {0, 1}
-        assert pool.map("operator.neg", range(50)) == [-i for i in range(50)]
+        assert list(pool.map("operator.neg", range(50))) == [-i for i in range(50)]
 
 
 def test_bad_options_are_named(cluster: Any) -> None:
@@ -236,6 +237,9 @@ def test_cancelling_a_queued_call(pool: ClusterPool, tmp_path: Path) -> None:
         queued = pool.submit("clustertasks.block_in", str(tmp_path), str(gate), "queued")
         assert queued.cancel()
         assert queued.cancelled()
+        # What close(wait=True) and a map wait with: a cancelled call counts as done.
+        done, _ = concurrent.futures.wait([queued], timeout=CLUSTER_LIMIT)
+        assert queued in done
     finally:
         gate.touch()
     assert sorted(f.result(timeout=CLUSTER_LIMIT) for f in busy) == [0, 1]

@@ -230,10 +230,15 @@ def test_a_handle_that_lost_the_claim_releases_nothing(module_pool: InterpreterP
     assert status == "queued" and handle is not None
     assert handle.wait(30)
     assert handle.release() is False  # not claimed: nothing released
-    with pytest.raises(BufferError):
-        data.extend(b"y")
-    assert handle.claim() is True
-    assert handle.release() is True
+    # The engine's completion thread contests the claim of a call that had
+    # finished before wait() (nobody was waiting on it): whoever wins
+    # releases, exactly once.
+    if handle.claim():
+        with pytest.raises(BufferError):  # the release() above released nothing
+            data.extend(b"y")
+        assert handle.release() is True
+    else:
+        assert handle.release() is False  # the completion thread released it
     data.extend(b"y")  # released now
 
 

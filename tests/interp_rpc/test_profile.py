@@ -13,9 +13,9 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
-from support import FIXTURES
+from support import FIXTURES, Gate, Gates, MakePool
 
-from interp_rpc import InterpreterPool, RemoteError, _profile_html, _profile_trace
+from interp_rpc import CallTimeoutError, InterpreterPool, RemoteError, _profile_html, _profile_trace
 from interp_rpc import _profile as model
 from interp_rpc._errors import InterpRpcError
 
@@ -87,6 +87,15 @@ def test_a_failed_item_is_marked_and_the_rest_of_its_chunk_did_not_run(
     assert by_item[4].outcome == model.FAILED
     assert all(by_item[i].outcome == model.OK for i in range(4))
     assert by_item[5].outcome == model.NOT_RUN and by_item[5].count == 5
+
+
+def test_a_failed_item_alone_in_its_chunk_is_marked(prof_pool: InterpreterPool) -> None:
+    # A chunk of one item carries no item times (its request's are the item's).
+    with prof_pool.profile() as prof, pytest.raises(RemoteError):
+        list(prof_pool.map("profiletasks.fail_at", range(6), [4] * 6, chunksize=1))
+    by_item = {r.item: r for r in prof.records}
+    assert by_item[4].outcome == model.FAILED and by_item[4].ran
+    assert all(by_item[i].outcome == model.OK for i in range(4))
 
 
 def test_exported_trace_is_trace_event_json_with_one_slice_per_item(
@@ -178,8 +187,10 @@ def test_the_static_picture_marks_failures_and_has_ticks_with_units() -> None:
 
 
 def test_views_say_when_the_call_log_wrapped(prof_pool: InterpreterPool) -> None:
+    # The engine's call log keeps the last 16,384 records.
     with prof_pool.profile() as prof:
-        list(prof_pool.map("builtins.abs", range(16_500), chunksize=1))
+        futures = [prof_pool.submit("builtins.abs", -n) for n in range(16_500)]
+        assert [f.result() for f in futures] == list(range(16_500))
     assert prof.lost_records > 0
     assert any("lost" in w for w in prof.warnings())
     assert "were lost" in prof._repr_html_() and "were lost" in prof.text()
@@ -221,3 +232,74 @@ def test_a_profile_begun_during_a_lazy_map_times_the_chunks_sent_after_it(
     assert [first, *rest] == expected
     timed = {r.item for r in prof.records if r.item is not None and r.count == 1}
     assert timed == set(range(20, 100))
+
+
+# ------------------------------------------------------------- timed-out chunks
+
+
+def timed_out_map(pool: InterpreterPool, gates: Gates) -> tuple[Gate, Iterator[object]]:
+    """A one-chunk map of 5 items whose third blocks on a gate, and whose
+    timeout passes while that item runs (the test waits for it to start)."""
+    gate = gates.new()
+    items = [("ok", 0), ("ok", 1), gate.map_item(2), ("ok", 3), ("ok", 4)]
+    results = pool.map("pooltasks.map_item", items, chunksize=5, timeout=0.2)
+    gate.wait_started()  # items 0 and 1 are done, item 2 runs
+    with pytest.raises(CallTimeoutError):
+        next(results)
+    return gate, results
+
+
+def test_a_timed_out_chunk_shows_item_by_item_with_the_timed_out_item_marked(
+        make_pool: MakePool, gates: Gates) -> None:
+    pool = make_pool(workers=1)
+    with pool.profile() as prof:
+        gate, _ = timed_out_map(pool, gates)
+        gate.release()
+        # One worker: this call runs after the chunk, so the chunk has finished.
+        assert pool.call("builtins.abs", -7) == 7
+    chunk = sorted((r for r in prof.records if r.target == "pooltasks.map_item"),
+                   key=lambda r: r.item or 0)
+    ran = [r for r in chunk if r.ran]
+    assert [(r.item, r.count) for r in ran] == [(k, 1) for k in range(len(ran))]
+    # The timeout stopped the map: its chunk ended before the item after the
+    # one that ran at the timeout, and the rest shows as not run.
+    (rest,) = [r for r in chunk if not r.ran]
+    assert (rest.outcome, rest.item, rest.item + rest.count) == (model.NOT_RUN, len(ran), 5)
+    # Short items are timed in groups (item 0 alone, the first group of a
+    # target): the group that ran when the caller gave up is marked, the items
+    # before it are ok.
+    outcomes = [r.outcome for r in ran]
+    timed_out = [r for r in ran if r.outcome == model.TIMED_OUT]
+    assert chunk[2] in timed_out, outcomes
+    assert all(r.group == len(timed_out) for r in timed_out), [r.group for r in chunk]
+    first = timed_out[0].item
+    assert first is not None
+    assert outcomes == [model.OK] * first + [model.TIMED_OUT] * len(timed_out), outcomes
+    assert outcomes[0] == model.OK
+    assert not prof.warnings()
+
+
+def test_a_timed_out_chunk_still_running_at_the_end_is_one_marked_bar_and_said_so(
+        make_pool: MakePool, gates: Gates) -> None:
+    pool = make_pool(workers=1)
+    with pool.profile() as prof:
+        gate, _ = timed_out_map(pool, gates)
+    gate.release()
+    chunk = [r for r in prof.records if r.target == "pooltasks.map_item"]
+    assert [(r.item, r.count, r.outcome) for r in chunk] == [(0, 5, model.TIMED_OUT)]
+    assert chunk[0].label == "pooltasks.map_item items 0-4"
+    (note,) = prof.warnings()
+    assert "timed out and was still running" in note and "items 0-4" in note
+    assert "timed out and was still running" in prof._repr_html_()
+
+
+def test_a_timed_out_call_is_marked(make_pool: MakePool, gates: Gates) -> None:
+    pool = make_pool(workers=1)
+    gate = gates.new()
+    with pool.profile() as prof:
+        with pytest.raises(CallTimeoutError):
+            pool.call("pooltasks.block", *gate.args(), timeout=0.2)
+        gate.release()
+        assert pool.call("builtins.abs", -7) == 7
+    (call,) = [r for r in prof.records if r.target == "pooltasks.block"]
+    assert call.outcome == model.TIMED_OUT and call.ran and call.item is None

@@ -5,7 +5,9 @@ would have returned, and the kernel must go on working."""
 
 from __future__ import annotations
 
+import threading
 import time
+from pathlib import Path
 
 from conftest import Execution, Kernel
 
@@ -116,7 +118,10 @@ def test_an_interrupt_racing_the_end_of_a_cell_never_hits_the_next(shared_kernel
     for attempt in range(60):
         msg_id = shared_kernel.send("import time; time.sleep(0.002)")
         time.sleep(attempt % 6 * 0.001)
-        shared_kernel.manager.interrupt_kernel()
+        # Until the kernel has handled it: on a loaded machine its control
+        # thread may get to it after the cell has ended, and it would then
+        # rightly interrupt whatever runs, the next cell included.
+        wait_for_control_replies(shared_kernel, send_interrupts(shared_kernel))
         first = shared_kernel.collect(msg_id)
         assert first.status == "ok" or first.reply["content"]["ename"] == "KeyboardInterrupt"
         assert shared_kernel.execute("x = 1").status == "ok"
@@ -180,4 +185,136 @@ def test_interrupting_threads_that_print_tears_no_message(shared_kernel: Kernel)
     for _ in range(3):
         execution, seconds = interrupt_when_started(shared_kernel, code)
         assert_interrupted(execution, seconds)
+    assert shared_kernel.execute("1 + 1").status == "ok"
+
+
+# Error reports. IPython's showtraceback catches a KeyboardInterrupt raised
+# while it formats an error and prints "KeyboardInterrupt" in place of the
+# report. The reports below wait for a file, so that an interrupt surely lands
+# in the middle of one.
+
+
+def slow_report_code(release: Path) -> str:
+    """Defines SlowToReport, whose report prints 'reporting' and waits until
+    the file `release` exists."""
+    return (
+        "import os, time\n"
+        "class SlowToReport(Exception):\n"
+        "    def _render_traceback_(self):\n"
+        "        print('reporting', flush=True)\n"
+        f"        while not os.path.exists({str(release)!r}):\n"
+        "            time.sleep(0.01)\n"
+        "        return ['SlowToReport: reported']\n"
+    )
+
+
+def wait_for_text(kernel: Kernel, msg_id: str, text: str) -> None:
+    while True:
+        msg = kernel.client.get_iopub_msg(timeout=30)
+        if (
+            msg["parent_header"].get("msg_id") == msg_id
+            and msg["msg_type"] == "stream"
+            and text in msg["content"]["text"]
+        ):
+            return
+
+
+def send_interrupts(kernel: Kernel, count: int = 1, pause: float = 0.0) -> list[str]:
+    """Sends interrupt requests on the control channel; returns their ids."""
+    msg_ids = []
+    for _ in range(count):
+        msg = kernel.client.session.msg("interrupt_request", {})
+        kernel.client.control_channel.send(msg)
+        msg_ids.append(msg["header"]["msg_id"])
+        time.sleep(pause)
+    return msg_ids
+
+
+def wait_for_control_replies(kernel: Kernel, msg_ids: list[str]) -> None:
+    """Until the kernel has handled these interrupts (it replies after)."""
+    pending = set(msg_ids)
+    while pending:
+        reply = kernel.client.get_control_msg(timeout=30)
+        pending.discard(reply["parent_header"].get("msg_id"))
+
+
+def test_an_interrupt_during_the_report_of_an_interrupt_loses_nothing(
+        shared_kernel: Kernel, tmp_path: Path) -> None:
+    # Ctrl-C, then Ctrl-C again while the first one's error is being shown.
+    release = tmp_path / "release"
+    code = slow_report_code(release) + (
+        "try:\n"
+        "    print('started', flush=True)\n"
+        "    time.sleep(30)\n"
+        "except KeyboardInterrupt:\n"
+        "    raise SlowToReport('after the interrupt')\n"
+    )
+    msg_id = shared_kernel.send(code)
+    wait_for_text(shared_kernel, msg_id, "started")
+    wait_for_control_replies(shared_kernel, send_interrupts(shared_kernel))
+    wait_for_text(shared_kernel, msg_id, "reporting")
+    wait_for_control_replies(shared_kernel, send_interrupts(shared_kernel))
+    release.touch()
+    execution = shared_kernel.collect(msg_id)
+    assert execution.status == "error"
+    assert execution.reply["content"]["ename"] == "SlowToReport"
+    errors = execution.of_type("error")
+    assert [e["content"]["traceback"] for e in errors] == [["SlowToReport: reported"]]
+    assert "KeyboardInterrupt" not in execution.stream("stderr")
+    assert shared_kernel.execute("1 + 1").status == "ok"
+
+
+def test_an_interrupt_during_a_traceback_the_cell_shows_is_raised_after_it(
+        shared_kernel: Kernel, tmp_path: Path) -> None:
+    # %tb and ipywidgets' Output show tracebacks from the cell's own code.
+    release = tmp_path / "release"
+    code = slow_report_code(release) + (
+        "try:\n"
+        "    raise SlowToReport('shown by the cell')\n"
+        "except SlowToReport:\n"
+        "    get_ipython().showtraceback()\n"
+        "print('after the report')\n"
+    )
+    msg_id = shared_kernel.send(code)
+    wait_for_text(shared_kernel, msg_id, "reporting")
+    wait_for_control_replies(shared_kernel, send_interrupts(shared_kernel))
+    release.touch()
+    execution = shared_kernel.collect(msg_id)
+    assert execution.status == "error"
+    assert execution.reply["content"]["ename"] == "KeyboardInterrupt"
+    errors = execution.of_type("error")
+    assert [e["content"]["ename"] for e in errors] == ["SlowToReport", "KeyboardInterrupt"]
+    assert errors[0]["content"]["traceback"] == ["SlowToReport: reported"]
+    assert "after the report" not in execution.stream()
+    assert shared_kernel.execute("1 + 1").status == "ok"
+
+
+def keep_interrupting(kernel: Kernel, stop: threading.Event, sent: list[str]) -> None:
+    while not stop.is_set():
+        sent.extend(send_interrupts(kernel, pause=0.001))
+
+
+def test_interrupting_over_and_over_keeps_one_whole_report(shared_kernel: Kernel) -> None:
+    # A user who keeps pressing Ctrl-C: interrupts land in the loop, in its
+    # report and after the cell. There is one report, IPython's whole one.
+    for _ in range(5):
+        msg_id = shared_kernel.send("print('started', flush=True)\nwhile True:\n    pass")
+        wait_for_text(shared_kernel, msg_id, "started")
+        # One thread sends on the control socket, then this one reads it.
+        stop = threading.Event()
+        interrupts: list[str] = []
+        interrupter = threading.Thread(target=keep_interrupting,
+                                       args=(shared_kernel, stop, interrupts))
+        interrupter.start()
+        try:
+            execution = shared_kernel.collect(msg_id)
+        finally:
+            stop.set()
+            interrupter.join()
+        wait_for_control_replies(shared_kernel, interrupts)
+        assert execution.reply["content"]["ename"] == "KeyboardInterrupt"
+        errors = execution.of_type("error")
+        assert [e["content"]["ename"] for e in errors] == ["KeyboardInterrupt"]
+        assert len(errors[0]["content"]["traceback"]) > 1  # IPython's, not a stand-in
+        assert execution.stream("stderr") == ""
     assert shared_kernel.execute("1 + 1").status == "ok"

@@ -3,40 +3,78 @@ was doing (xpython aborts on every shutdown with a pybind11 GIL error)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from conftest import Kernel, start_kernel, stop_kernel
+from conftest import Kernel, Message, start_kernel, stop_kernel
+
+# What a loaded machine or a cold disk does to the kernel's startup, made
+# certain: every IPython module takes this much longer to import, about 12 s
+# in all (IPython is some 120 modules). jupyter_client kills a kernel that has
+# not exited 5 s after its shutdown request.
+SLOW_IMPORT_SECONDS_PER_MODULE = 0.1
+SLOW_IPYTHON_SITECUSTOMIZE = f"""
+import sys, time
+
+class SlowIPythonImports:
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name.partition(".")[0] == "IPython":
+            time.sleep({SLOW_IMPORT_SECONDS_PER_MODULE})
+        return None
+
+sys.meta_path.insert(0, SlowIPythonImports)
+"""
 
 
-@pytest.fixture
-def logged_kernel(tmp_path: Path) -> Iterator[tuple[Kernel, Path]]:
+def logged(tmp_path: Path, **kwargs: Any) -> Iterator[tuple[Kernel, Path]]:
     """A kernel whose stdout and stderr go to a file."""
     log = tmp_path / "kernel.log"
     # Open as long as the kernel lives: a restart launches with it again.
     with log.open("w") as sink:
-        kernel = start_kernel(stdout=sink, stderr=subprocess.STDOUT)
+        kernel = start_kernel(stdout=sink, stderr=subprocess.STDOUT, **kwargs)
         try:
             yield kernel, log
         finally:
             stop_kernel(kernel)
 
 
-def shut_down(kernel: Kernel) -> int | None:
+@pytest.fixture
+def logged_kernel(tmp_path: Path) -> Iterator[tuple[Kernel, Path]]:
+    yield from logged(tmp_path)
+
+
+@pytest.fixture
+def slow_import_kernel(tmp_path: Path) -> Iterator[tuple[Kernel, Path]]:
+    """A logged kernel whose import of IPython takes about 12 s (a
+    sitecustomize module on its PYTHONPATH slows it down)."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SLOW_IPYTHON_SITECUSTOMIZE)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), env.get("PYTHONPATH")]))
+    yield from logged(tmp_path, env=env)
+
+
+def shut_down(kernel: Kernel, keep_channels: bool = False) -> int | None:
     provisioner = kernel.manager.provisioner
     assert provisioner is not None
     process = provisioner.process  # type: ignore[attr-defined]
-    kernel.client.stop_channels()
+    if not keep_channels:
+        kernel.client.stop_channels()
     kernel.manager.shutdown_kernel(now=False)
     code: int | None = process.returncode
     return code
 
 
-def assert_clean_exit(kernel: Kernel, log: Path) -> str:
-    """Shuts the kernel down; returns what it wrote."""
-    assert shut_down(kernel) == 0
+def assert_clean_exit(kernel: Kernel, log: Path, keep_channels: bool = False) -> str:
+    """Shuts the kernel down; returns what it wrote. keep_channels: the
+    client may still read what the kernel sent before it exited."""
+    assert shut_down(kernel, keep_channels) == 0
     text = log.read_text()
     for crash in ("terminate called", "Abort", "Segmentation", "GIL", "dec_ref"):
         assert crash not in text, text
@@ -59,11 +97,59 @@ def test_shutdown_while_a_cell_runs(logged_kernel: tuple[Kernel, Path]) -> None:
     assert_clean_exit(kernel, log)
 
 
-def test_shutdown_with_cells_waiting(logged_kernel: tuple[Kernel, Path]) -> None:
-    # Sent before IPython has even started: they must not hold the exit up.
-    kernel, log = logged_kernel
+def wait_for_execute_input(kernel: Kernel, msg_id: str) -> None:
+    """Until the kernel has taken the request msg_id in hand."""
+    while True:
+        msg: Message = kernel.client.get_iopub_msg(timeout=60)
+        if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "execute_input":
+            return
+
+
+def test_shutdown_with_cells_waiting(slow_import_kernel: tuple[Kernel, Path]) -> None:
+    # Sent while IPython is still being imported: the first cell waits for the
+    # import, the others behind it. They must not hold the exit up.
+    kernel, log = slow_import_kernel
     for _ in range(3):
         kernel.send("import time; time.sleep(60)")
+    assert_clean_exit(kernel, log)
+
+
+def test_a_cell_waiting_for_ipython_at_shutdown_is_aborted(
+        slow_import_kernel: tuple[Kernel, Path]) -> None:
+    # The cell in hand never ran: it is answered "aborted". (The kernel never
+    # reads the cells behind it: like ipykernel, it does not answer them.)
+    # jupyter_client interrupts before it asks for the shutdown; this is the
+    # shutdown request alone, then its wait and kill.
+    kernel, log = slow_import_kernel
+    msg_ids = [kernel.send("import time; time.sleep(60)") for _ in range(2)]
+    wait_for_execute_input(kernel, msg_ids[0])
+    provisioner = kernel.manager.provisioner
+    assert provisioner is not None
+    process = provisioner.process  # type: ignore[attr-defined]
+    kernel.client.shutdown()
+    kernel.manager.finish_shutdown()  # kills it after shutdown_wait_time
+    kernel.manager.cleanup_resources()
+    assert process.returncode == 0, log.read_text()
+    reply = kernel.client.get_shell_msg(timeout=10)
+    assert reply["parent_header"]["msg_id"] == msg_ids[0]
+    assert reply["content"]["status"] == "aborted"
+
+
+def test_interrupt_while_ipython_is_imported(slow_import_kernel: tuple[Kernel, Path]) -> None:
+    # Ctrl-C on a first cell that waits for IPython: it ends at once with a
+    # KeyboardInterrupt, and the next cell runs once IPython has started.
+    kernel, log = slow_import_kernel
+    msg_id = kernel.send("print('never')")
+    wait_for_execute_input(kernel, msg_id)
+    kernel.manager.interrupt_kernel()
+    execution = kernel.collect(msg_id, timeout=30)
+    assert execution.status == "error"
+    assert execution.reply["content"]["ename"] == "KeyboardInterrupt"
+    assert [e["content"]["ename"] for e in execution.of_type("error")] == ["KeyboardInterrupt"]
+    assert execution.stream() == ""
+    after = kernel.execute("print(6 * 7)", timeout=180)
+    assert after.status == "ok", after.reply
+    assert after.stream() == "42\n"
     assert_clean_exit(kernel, log)
 
 
@@ -110,6 +196,12 @@ def test_restart_gives_a_fresh_kernel(logged_kernel: tuple[Kernel, Path]) -> Non
 def test_shutdown_right_after_startup(logged_kernel: tuple[Kernel, Path]) -> None:
     # The kernel answers kernel_info while IPython is still being imported.
     kernel, log = logged_kernel
+    assert "Traceback" not in assert_clean_exit(kernel, log)
+
+
+def test_shutdown_during_a_slow_import_of_ipython(slow_import_kernel: tuple[Kernel, Path]) -> None:
+    # The exit cancels the import rather than waiting for it.
+    kernel, log = slow_import_kernel
     assert "Traceback" not in assert_clean_exit(kernel, log)
 
 

@@ -12,12 +12,11 @@ import time
 import uuid
 import warnings
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import CancelledError, Executor, Future
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any, Self
 
-from interp_rpc import _targets
 from interp_rpc._errors import (
     CallTimeoutError,
     InterpRpcError,
@@ -30,7 +29,7 @@ from interp_rpc._errors import (
 from interp_rpc._exit_policy import EXIT_TIMEOUT
 from interp_rpc._records import CallRecord, PoolStats, WorkerStatus
 from interp_rpc._validation import check_timeout
-from interp_rpc.dask import _chunking, _error_mapping, _request
+from interp_rpc.dask import _cluster_map, _error_mapping, _request
 from interp_rpc.dask._placement import ClusterWorker, Placement, Process
 
 if TYPE_CHECKING:
@@ -57,18 +56,27 @@ def _check_count(name: str, value: int | None, minimum: int) -> None:
 
 
 class _Job:
-    """One call or map chunk, and the dask task currently running it."""
+    """One call or map chunk (or, for %%parallel, one call in every
+    subinterpreter of one process), and the dask task currently running it."""
 
     def __init__(self, ident: int, request: _request.Request, item_offset: int,
-                 retries: int) -> None:
+                 retries: int, *, item_count: int = 1, pinned: Process | None = None,
+                 everywhere: tuple[list[int] | None, float | None] | None = None) -> None:
         self.id = ident
         self.request = request
         self.item_offset = item_offset
+        self.item_count = item_count
         self.retries_left = retries
+        # A job for one process only (never run again elsewhere), and what
+        # run_everywhere needs: (subinterpreters, timeout).
+        self.pinned = pinned
+        self.everywhere = everywhere
         self.future = _JobFuture(self)
         self.process: Process | None = None
         self.task: distributed.Future | None = None
         self.dispatched = 0.0  # monotonic
+        # A map chunk whose item failed: the results of the items before it.
+        self.partial: list[Any] = []
         self.lock = threading.Lock()
 
     def settle(self, value: Any = None, error: BaseException | None = None) -> bool:
@@ -96,6 +104,9 @@ class _JobFuture(Future[Any]):
 
     def cancel_now(self) -> None:
         super().cancel()
+        # As executors do: concurrent.futures.wait() counts a cancelled
+        # future as done only once its waiters were told.
+        self.set_running_or_notify_cancel()
 
     def cancel(self) -> bool:
         if self.done():
@@ -107,6 +118,57 @@ class _JobFuture(Future[Any]):
         if task is not None:
             task.cancel(reason="interp-rpc-cancel")
         return cancelled
+
+
+class EverywhereRun:
+    """One call sent to several subinterpreters of each of several processes."""
+
+    def __init__(self, name: str, jobs: dict[Process, _Job], timeout: float | None) -> None:
+        self.name = name
+        self.jobs = jobs
+        self.timeout = timeout
+        self.started = time.monotonic()
+
+    def wait(self) -> dict[ClusterWorker, Any | BaseException]:
+        """Every subinterpreter's outcome once all have one; a process that
+        does not answer within ``timeout`` (plus the time one answer takes)
+        counts as still running it."""
+        backstop = None if self.timeout is None else \
+            max(0.0, self.started + self.timeout + ANSWER_TIMEOUT - time.monotonic())
+        concurrent.futures.wait([job.future for job in self.jobs.values()], timeout=backstop)
+        return self.outcomes()
+
+    def outcomes(self, finished_only: bool = False) -> dict[ClusterWorker, Any | BaseException]:
+        """Outcomes so far, in worker order; unless ``finished_only``, those
+        of processes still running count as timed out."""
+        found: dict[ClusterWorker, Any | BaseException] = {}
+        for process, job in self.jobs.items():
+            assert job.everywhere is not None
+            chosen = job.everywhere[0] or []
+            if not job.future.done():
+                if not finished_only:
+                    found.update((process.worker(i), CallTimeoutError(
+                        self.name, self.timeout or 0.0, worker=process.worker(i)))
+                        for i in chosen)
+                continue
+            error = None if job.future.cancelled() else job.future.exception()
+            if job.future.cancelled() or error is not None:
+                found.update((process.worker(i), error or CancelledError()) for i in chosen)
+                continue
+            for index, (kind, value) in job.future.result():
+                found[process.worker(index)] = (value if kind == "ok" else
+                                                _error_mapping.rebuild(value, process))
+        return dict(sorted(found.items()))
+
+    def busy(self) -> list[ClusterWorker]:
+        """Subinterpreters of the processes that have not answered yet."""
+        return sorted(process.worker(i) for process, job in self.jobs.items()
+                      if not job.future.done() for i in (job.everywhere or ([], None))[0] or [])
+
+    def cancel(self) -> None:
+        """Withdraw the calls that have not started (running ones go on)."""
+        for job in self.jobs.values():
+            job.future.cancel()
 
 
 _open_pools: weakref.WeakSet[ClusterPool] = weakref.WeakSet()
@@ -132,6 +194,24 @@ def _register_exit_handler() -> None:
         _exit_handler_registered = True
 
 
+def _connect(address: str, timeout: float | None) -> distributed.Client:
+    """A client of the scheduler at ``address``, or an error that names it."""
+    import distributed
+
+    if not address.strip():
+        # dask reads an empty address as "start a LocalCluster": not what was asked.
+        raise ValueError("the scheduler address is empty; pass None for a LocalCluster")
+    options = {} if timeout is None else {"timeout": timeout}
+    try:
+        client: distributed.Client = distributed.Client(address, **options)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"{address!r} is not a dask scheduler address: {exc}") from None
+    except OSError as exc:  # refused, unknown host, timed out
+        raise ConnectionError(f"cannot reach the dask scheduler at {address!r}: {exc}") \
+            from None
+    return client
+
+
 class ClusterPool(Executor):
     """InterpreterPool's API, served by every process of a dask.distributed cluster.
 
@@ -145,17 +225,21 @@ class ClusterPool(Executor):
     (default: the dask worker's thread count). ``init`` and ``init_timeout``
     are InterpreterPool's, applied in every process. ``retries`` is how many
     times a call whose dask worker process died is run again on another
-    process; with 0, it fails with WorkerDiedError.
+    process; with 0, it fails with WorkerDiedError. ``connect_timeout`` bounds
+    the wait for a scheduler given by address (None: dask's configured
+    ``distributed.comm.timeouts.connect``); a scheduler that cannot be reached
+    raises ConnectionError, a malformed address ValueError.
     """
 
     def __init__(self, cluster: str | distributed.Client | None = None, *,
                  workers_per_process: int | None = None, init: str | None = None,
                  init_timeout: float | None = 30.0, retries: int = 0,
-                 processes: int | None = None) -> None:
+                 processes: int | None = None, connect_timeout: float | None = None) -> None:
         _check_count("workers_per_process", workers_per_process, 1)
         _check_count("retries", retries, 0)
         _check_count("processes", processes, 1)
         check_timeout("init_timeout", init_timeout)
+        check_timeout("connect_timeout", connect_timeout)
         if init is not None and not isinstance(init, str):
             raise TypeError(f"init must be source code (a str) or None, not {type(init).__name__}")
         if init is not None:
@@ -192,7 +276,7 @@ class ClusterPool(Executor):
         elif isinstance(cluster, distributed.Client):
             self._client = cluster
         elif isinstance(cluster, str):
-            self._client = distributed.Client(cluster)
+            self._client = _connect(cluster, connect_timeout)
         else:
             raise TypeError("cluster must be a scheduler address, a distributed.Client or None, "
                             f"not {type(cluster).__name__}")
@@ -279,65 +363,53 @@ class ClusterPool(Executor):
             assert timeout is not None
             raise self._timeout_error(job, timeout) from None
 
-    def map(  # type: ignore[override]  # a list, as InterpreterPool.map returns
-            self, fn: Callable[..., Any] | str, *iterables: Iterable[Any],
+    def map(self, fn: Callable[..., Any] | str, *iterables: Iterable[Any],
             timeout: float | None = None, chunksize: int | None = None,
-            buffersize: int | None = None) -> list[Any]:
-        """``[fn(item) for item in iterable]`` across the cluster, results in order.
+            buffersize: int | None = None) -> _cluster_map.MapResults:
+        """``fn(item)`` for every item, across the cluster: an iterator over
+        the results, in order, as ``Executor.map`` and ``InterpreterPool.map``.
 
-        Items go out in chunks, a few per subinterpreter of the cluster
-        (``chunksize`` overrides), each chunk one dask task run by one
-        subinterpreter. At most ``buffersize`` chunks (default: two per
-        subinterpreter) are in flight; the next goes to the least loaded
-        process as each one finishes. ``timeout`` is a deadline for the whole
-        map. When an item raises, on timeout or on interrupt, chunks not yet
-        started are cancelled.
+        With several iterables, ``fn(*items)`` for each tuple of items. The
+        call submits the work (all of it, or ``buffersize`` items ahead of the
+        consumer, so infinite iterables work); ``timeout`` runs from the call
+        and is raised by ``__next__``. Items go out in chunks, a few per
+        subinterpreter of the cluster (``chunksize`` overrides), each chunk
+        one dask task run by one subinterpreter, sent to the least loaded
+        process. The first failing item raises, in order, after the results
+        before it; that, a timeout, or closing the iterator cancels the
+        chunks that have not started.
         """
-        if not iterables:
-            raise TypeError("map() needs at least one iterable")
+        return _cluster_map.MapResults(_cluster_map.ClusterMapRun(
+            self, fn, iterables, timeout=timeout, chunksize=chunksize, buffersize=buffersize))
+
+    def _on_every_worker(self, target: object, args: tuple[Any, ...] = (),
+                         kwargs: dict[str, Any] | None = None, timeout: float | None = None,
+                         workers: Collection[int] | None = None
+                         ) -> dict[ClusterWorker, Any | BaseException]:
+        """Run ``target`` once in every subinterpreter of every live process
+        (or in each of ``workers``, cluster indices), for notebook cells that
+        define things everywhere: each one's result, or the error it stands
+        for. ``timeout`` is a deadline for all of them."""
+        return self._start_everywhere(target, args, kwargs or {}, timeout, workers).wait()
+
+    def _start_everywhere(self, target: object, args: tuple[Any, ...],
+                          kwargs: dict[str, Any], timeout: float | None,
+                          workers: Collection[int] | None) -> EverywhereRun:
         check_timeout("timeout", timeout)
-        _check_count("chunksize", chunksize, 1)
-        _check_count("buffersize", buffersize, 1)
-        deadline = None if timeout is None else time.monotonic() + timeout
-        star = len(iterables) > 1
-        items: list[Any] = list(zip(*iterables, strict=False)) if star else list(iterables[0])
-        if not items:
-            _targets.normalize(fn)
-            return []
-        self._check_open(_targets.describe(fn))
-        slots = self._placement.slots()
-        size = _chunking.chunk_size(len(items), slots, chunksize)
-        mode = "starchunk" if star else "chunk"
-        # Every chunk is encoded before any is sent: an item that cannot
-        # cross fails the map before anything runs, as in the local pool.
-        chunks = [(start, _request.encode(fn, (items[start:start + size],), {}, mode, start))
-                  for start in _chunking.chunk_starts(len(items), size)]
-        window = buffersize or _chunking.IN_FLIGHT_PER_SLOT * max(1, slots)
-        results: list[list[Any]] = [[] for _ in chunks]
-        pending: dict[Future[Any], int] = {}
-        sent = done_items = 0
-        try:
-            while sent < len(chunks) or pending:
-                while sent < len(chunks) and len(pending) < window:
-                    start, request = chunks[sent]
-                    pending[self._run(request, item_offset=start).future] = sent
-                    sent += 1
-                remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-                finished, _ = concurrent.futures.wait(
-                    pending, timeout=remaining, return_when=concurrent.futures.FIRST_COMPLETED)
-                if not finished:
-                    assert timeout is not None
-                    raise CallTimeoutError(_targets.describe(fn), timeout,
-                                           completed=done_items, total=len(items))
-                for future in sorted(finished, key=pending.__getitem__):
-                    index = pending.pop(future)
-                    results[index] = future.result()
-                    done_items += len(results[index])
-        except BaseException:
-            for future in pending:
-                future.cancel()
-            raise
-        return [value for chunk in results for value in chunk]
+        request = _request.encode(target, args, kwargs)
+        self._check_open(request.name)
+        wanted = None if workers is None else set(workers)
+        jobs: dict[Process, _Job] = {}
+        for process in self._placement.live():
+            chosen = [i for i in range(process.slots)
+                      if wanted is None or process.worker(i) in wanted]
+            if not chosen:
+                continue
+            job = self._new_job(request, pinned=process, everywhere=(chosen, timeout))
+            jobs[process] = job
+        for job in jobs.values():
+            self._start_job(job)
+        return EverywhereRun(request.name, jobs, timeout)
 
     def _check_open(self, name: str) -> None:
         if self._closed:
@@ -347,12 +419,33 @@ class ClusterPool(Executor):
 
     def _run(self, request: _request.Request, *, item_offset: int) -> _Job:
         self._check_open(request.name)
-        job = _Job(next(self._job_ids), request, item_offset, self._retries)
+        job = self._new_job(request, item_offset=item_offset)
+        self._start_job(job)
+        return job
+
+    def _new_job(self, request: _request.Request, *, item_offset: int = 0,
+                 item_count: int = 1, pinned: Process | None = None,
+                 everywhere: tuple[list[int] | None, float | None] | None = None) -> _Job:
+        """A job not sent yet (a map keeps chunks back until there is room)."""
+        return _Job(next(self._job_ids), request, item_offset,
+                    0 if pinned is not None else self._retries, item_count=item_count,
+                    pinned=pinned, everywhere=everywhere)
+
+    def _start_job(self, job: _Job) -> None:
+        """Send the job: close() waits for it from now on."""
+        if job.future.done():
+            return  # cancelled before it was sent (a map closed meanwhile)
         with self._lock:
-            self._jobs[job.id] = job
+            closed = self._closed
+            if not closed:
+                self._jobs[job.id] = job
+        if closed:
+            # Outside the lock: the future's callbacks may send more jobs.
+            job.settle(error=PoolClosedError(
+                f"the pool is closed; cannot call {job.request.name!r}"))
+            return
         job.future.add_done_callback(lambda _: self._forget(job))
         self._dispatch(job, exclude=frozenset())
-        return job
 
     def _forget(self, job: _Job) -> None:
         with self._lock:
@@ -363,18 +456,24 @@ class ClusterPool(Executor):
         run on that process only: if it dies, dask cannot run the call again
         elsewhere behind our back (a call that crashes its process would crash
         the next one too); the watcher decides, from ``retries``."""
-        process = self._placement.acquire(exclude)
+        if job.pinned is not None:
+            process = job.pinned if self._placement.acquire_this(job.pinned) else None
+            why = f"its dask worker process {job.pinned.address} is gone"
+        else:
+            process = self._placement.acquire(exclude)
+            why = "no dask worker process of the cluster is left to run it"
         if process is None:
-            job.settle(error=WorkerDiedError(job.request.name, "no dask worker process of the "
-                                             "cluster is left to run it"))
+            job.settle(error=WorkerDiedError(job.request.name, why))
             return
         request = job.request
         job.process = process
         job.dispatched = time.monotonic()
+        function, extra = ((self._plugin_module.run_job, ()) if job.everywhere is None
+                           else (self._plugin_module.run_everywhere, job.everywhere))
         try:
             task = self._client.submit(
-                self._plugin_module.run_job, self._name, job.id, request.name, request.data,
-                request.buffers, key=f"interp-rpc-{request.name}-{uuid.uuid4().hex}",
+                function, self._name, job.id, request.name, request.data,
+                request.buffers, *extra, key=f"interp-rpc-{request.name}-{uuid.uuid4().hex}",
                 workers=[process.address], allow_other_workers=False, pure=False)
         except BaseException as exc:
             self._placement.release(process)
@@ -391,7 +490,7 @@ class ClusterPool(Executor):
             return  # an attempt the watcher gave up on, or a cancelled call
         if task.status == "finished":
             try:
-                kind, payload = task.result()
+                kind, payload, *partial = task.result()
             except BaseException as exc:
                 job.settle(error=PoolBrokenError(
                     f"the result of {job.request.name!r} could not be fetched: {exc}"))
@@ -399,6 +498,8 @@ class ClusterPool(Executor):
             if kind == "ok":
                 job.settle(payload)
             else:
+                if partial:
+                    job.partial = partial[0]
                 job.settle(error=_error_mapping.rebuild(payload, process,
                                                         item_offset=job.item_offset))
         elif task.status == "cancelled":
@@ -430,7 +531,8 @@ class ClusterPool(Executor):
         return (f"dask worker {process.address} (process {process.pid} on {process.host}) "
                 "died while the call was on it")
 
-    def _timeout_error(self, job: _Job, timeout: float) -> CallTimeoutError:
+    def _timeout_error(self, job: _Job, timeout: float, *, completed: int | None = None,
+                       total: int | None = None) -> CallTimeoutError:
         process = job.process
         running = None
         if process is not None and self._client.status == "running":
@@ -442,8 +544,9 @@ class ClusterPool(Executor):
                 running = None
         if process is not None and isinstance(running, tuple):
             return CallTimeoutError(job.request.name, timeout, worker=process.worker(running[0]),
-                                    running_seconds=running[1])
-        return CallTimeoutError(job.request.name, timeout)
+                                    running_seconds=running[1], completed=completed,
+                                    total=total)
+        return CallTimeoutError(job.request.name, timeout, completed=completed, total=total)
 
     # ------------------------------------------------------------ the watcher
 
@@ -572,6 +675,11 @@ class ClusterPool(Executor):
     def processes(self) -> list[tuple[str, str, int, int]]:
         """(dask worker address, host, pid, subinterpreters) of each live process."""
         return [(p.address, p.host, p.pid, p.slots) for p in self._placement.live()]
+
+    def subinterpreters(self) -> list[ClusterWorker]:
+        """Every subinterpreter of the live processes: the ints that statuses,
+        call records and errors name, each saying where it lives."""
+        return [p.worker(i) for p in self._placement.live() for i in range(p.slots)]
 
     def _ask_every_process(self, function: Callable[..., Any], *args: Any) -> dict[str, Any]:
         if self._closed or self._client.status != "running":

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from interp_rpc._errors import (
+    CallTimeoutError,
     InterpRpcError,
     PoolBrokenError,
     PoolClosedError,
@@ -44,6 +45,9 @@ def describe(exc: BaseException) -> Description:
     if isinstance(exc, TargetResolutionError):
         return {"kind": "target", "message": str(exc), "target": exc.target,
                 "failed_part": exc.failed_part}
+    if isinstance(exc, CallTimeoutError):
+        return {"kind": "timeout", "target": exc.target, "timeout": exc.timeout,
+                "subinterpreter": exc.worker, "running_seconds": exc.running_seconds}
     if isinstance(exc, WorkerDiedError):
         return {"kind": "died", "target": exc.target, "detail": exc.detail}
     if isinstance(exc, PoolInitError):
@@ -69,6 +73,11 @@ def rebuild(info: Description, process: Process, *, item_offset: int = 0) -> Int
     if kind == "target":
         return TargetResolutionError(info["message"], target=info["target"],
                                      failed_part=info["failed_part"])
+    if kind == "timeout":
+        sub = info["subinterpreter"]
+        return CallTimeoutError(info["target"], info["timeout"],
+                                worker=None if sub is None else process.worker(sub),
+                                running_seconds=info["running_seconds"])
     if kind == "died":
         return WorkerDiedError(info["target"], f"{info['detail']} (in process {process.pid} "
                                                f"on {process.host})")

@@ -51,7 +51,7 @@ def _rebuild_worker(index: int, address: str, host: str, pid: int,
                          subinterpreter=subinterpreter)
 
 
-@dataclass
+@dataclass(eq=False)  # one object per process: compared, and hashed, by identity
 class Process:
     """One dask worker process whose pool is ready."""
 
@@ -123,6 +123,14 @@ class Placement:
             best = min(candidates, key=lambda p: (p.in_flight / p.slots, p.first_index))
             best.in_flight += 1
             return best
+
+    def acquire_this(self, process: Process) -> bool:
+        """Count one more job on ``process``, unless it is gone."""
+        with self._lock:
+            if process.gone:
+                return False
+            process.in_flight += 1
+            return True
 
     def release(self, process: Process) -> None:
         with self._lock:

@@ -15,32 +15,28 @@ back as plain data (see _error_mapping).
 from __future__ import annotations
 
 import asyncio
-import marshal
 import os
-import pickle
 import socket
-import sys
 import threading
 import time
-import types
 import warnings
 from typing import TYPE_CHECKING, Any
 
 from distributed import WorkerPlugin, get_worker
 
-from interp_rpc import _wire
-from interp_rpc._errors import InterpRpcError, PoolClosedError
+from interp_rpc import _targets, _wire
+from interp_rpc._errors import InterpRpcError, PoolClosedError, RemoteError
 from interp_rpc._exit_policy import EXIT_TIMEOUT
 from interp_rpc._pool import InterpreterPool
 from interp_rpc.dask import _error_mapping
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from distributed import Worker
 
-#: How a job's outcome travels back: ("ok", value) or ("error", description).
-Outcome = tuple[str, Any]
+#: How a job's outcome travels back: ("ok", value), ("error", description),
+#: or for a map chunk whose item failed ("error", description, the results
+#: of the items before it).
+Outcome = tuple[Any, ...]
 
 
 class PoolPlugin(WorkerPlugin):
@@ -114,13 +110,18 @@ class PoolPlugin(WorkerPlugin):
         self.running[job] = (target_name, time.monotonic())
         try:
             spec, mode, args, kwargs = _wire.loads(request, buffers)
-            target = _local_target(spec)
+            target = _local_target(spec, target_name)
             if mode == "call":
                 return "ok", pool.call(target, *args, **kwargs)
             (items,) = args
-            return "ok", list(pool.map(target, *(zip(*items, strict=True)
-                                                 if mode == "starchunk" else (items,)),
-                                       chunksize=len(items)))
+            iterables = tuple(zip(*items, strict=True)) if mode == "starchunk" else (items,)
+            return "ok", pool._map(target, iterables, chunksize=len(items))
+        except RemoteError as exc:
+            # A failing map item: the chunk's results before it go back too,
+            # so the caller yields them before raising, as the local map does.
+            done = [] if exc.partial_results is None or exc.item_index is None \
+                else exc.partial_results[:exc.item_index]
+            return "error", _error_mapping.describe(exc), done
         except InterpRpcError as exc:
             return "error", _error_mapping.describe(exc)
         except Exception as exc:
@@ -130,22 +131,41 @@ class PoolPlugin(WorkerPlugin):
             del self.running[job]
 
 
-def _local_target(spec: tuple[str | bytes, ...]) -> Callable[..., Any] | str:
-    """The target, as this process's pool takes it: a dotted path, or a
-    function defined interactively in the caller, rebuilt from its code."""
-    if spec[0] == "path":
-        return str(spec[1])
-    if spec[0] == "pickled":  # a bound method, sent with its instance
-        assert isinstance(spec[1], bytes)
-        return pickle.loads(spec[1])  # type: ignore[no-any-return]
-    _, code, qualname, defaults = spec
-    assert isinstance(code, bytes) and isinstance(qualname, str) and isinstance(defaults, bytes)
-    main = sys.modules["__main__"]
-    fn = types.FunctionType(marshal.loads(code), main.__dict__, qualname.rpartition(".")[2])
-    fn.__qualname__ = qualname
-    fn.__module__ = "__main__"
-    fn.__defaults__, fn.__kwdefaults__ = pickle.loads(defaults)
-    return fn
+    def run_everywhere(self, job: int, target_name: str, request: bytes, buffers: list[Any],
+                       subinterpreters: list[int] | None, timeout: float | None
+                       ) -> Outcome:
+        """The call once in each of ``subinterpreters`` (None: all), for
+        %%parallel: ("ok", [(subinterpreter, outcome), ...]), each outcome
+        ("ok", value) or ("error", description)."""
+        self.ready.wait()
+        pool = self.pool
+        if pool is None:
+            assert self.failure is not None
+            return "error", self.failure
+        self.running[job] = (target_name, time.monotonic())
+        try:
+            spec, _, args, kwargs = _wire.loads(request, buffers)
+            chosen = list(range(pool.workers)) if subinterpreters is None else subinterpreters
+            outcomes = pool._on_every_worker(_local_target(spec, target_name), args, kwargs,
+                                             timeout, workers=chosen)
+        except InterpRpcError as exc:
+            return "error", _error_mapping.describe(exc)
+        except Exception as exc:
+            return "error", {"kind": "other", "type_name": type(exc).__name__,
+                             "message": str(exc)}
+        finally:
+            del self.running[job]
+        return "ok", [(index, ("error", _error_mapping.describe(outcome))
+                       if isinstance(outcome, BaseException) else ("ok", outcome))
+                      for index, outcome in zip(chosen, outcomes, strict=True)]
+
+
+def _local_target(spec: _targets.TargetSpec, name: str) -> Any:
+    """The target as the caller encoded it: this process's pool sends it on
+    unchanged (a function of the caller's notebook travels by value; this
+    process's __main__ is dask's, not the caller's). Typed Any: the pool's
+    signature lists what users pass, not this internal form."""
+    return _targets.Normalized(spec, name)
 
 
 def _plugin(worker: Worker, name: str) -> PoolPlugin | None:
@@ -161,6 +181,16 @@ def run_job(name: str, job: int, target_name: str, request: bytes,
         return "error", _error_mapping.describe(PoolClosedError(
             f"the pool is closed on this dask worker; cannot call {target_name!r}"))
     return plugin.run(job, target_name, request, buffers)
+
+
+def run_everywhere(name: str, job: int, target_name: str, request: bytes, buffers: list[Any],
+                   subinterpreters: list[int] | None, timeout: float | None) -> Outcome:
+    """The dask task of a call run once in several subinterpreters of one process."""
+    plugin = _plugin(get_worker(), name)
+    if plugin is None:
+        return "error", _error_mapping.describe(PoolClosedError(
+            f"the pool is closed on this dask worker; cannot call {target_name!r}"))
+    return plugin.run_everywhere(job, target_name, request, buffers, subinterpreters, timeout)
 
 
 # Functions the caller runs on every worker with Client.run (dask passes the

@@ -1,6 +1,7 @@
 """The %parallel magics.
 
     %parallel_pool [-n N] [--init CODE] [--init-timeout S] [--stuck-after S]
+                   [--dask ADDRESS | --dask local[:N] | --local] [--connect-timeout S]
     %%parallel [--timeout S] [--targets I,J]        (or %parallel [...] STATEMENT)
     %parallel_map [--timeout S] [--chunksize K] [-o NAME] [--errors raise|collect]
                   [--profile] TARGET ITEMS
@@ -11,17 +12,20 @@ Options come first, as with %timeit; what follows them is Python, taken
 verbatim (see options.py). Each magic answers --help (and ``%magic?``). The
 notebook has one pool, created on first use with one worker per CPU this
 process may use (or by %parallel_pool); ``current_pool()`` returns it.
+With ``--dask`` that pool is a ClusterPool instead: one InterpreterPool in
+each process of a dask.distributed cluster, and the same magics run there.
 """
 
 from __future__ import annotations
 
+import contextlib
 import keyword
 import os
 import re
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
@@ -48,7 +52,13 @@ from interp_rpc._errors import (
 from interp_rpc._map import MapRun
 from interp_rpc._pool import InterpreterPool
 from interp_rpc._profile import Profile
-from interp_rpc.notebook import live, options, profile, worker_output
+from interp_rpc.notebook import cluster_view, live, options, profile, worker_output
+
+if TYPE_CHECKING:
+    from interp_rpc.dask import ClusterPool
+
+#: Either kind of pool the magics run on.
+type Pool = InterpreterPool | ClusterPool
 
 _RUN_CELL = "_interp_rpc_worker.run_cell"  # defined by _worker.py in every worker
 
@@ -59,6 +69,12 @@ _REPLY_GRACE_SECONDS = 5.0
 # A word that looks like an option, left after ITEMS: a hint when ITEMS fails.
 _TRAILING_OPTION = re.compile(r"\s--?[A-Za-z]")
 
+# --dask local, --dask local:N
+_LOCAL_CLUSTER = re.compile(r"local(?::(.*))?\Z", re.DOTALL)
+
+#: Seconds %parallel_pool --dask ADDRESS waits for the scheduler by default.
+CONNECT_TIMEOUT = 10.0
+
 __all__ = ["ParallelMagics", "current_pool", "load_ipython_extension",
            "unload_ipython_extension"]
 
@@ -66,6 +82,31 @@ __all__ = ["ParallelMagics", "current_pool", "load_ipython_extension",
 def default_workers() -> int:
     """One worker per CPU this process may run on (its affinity, not the machine's count)."""
     return os.process_cpu_count() or 2
+
+
+def _cluster_options(spec: str, connect_timeout: float | None) -> dict[str, Any]:
+    """ClusterPool's options for ``--dask SPEC``: a scheduler address, or
+    ``local[:N]`` for a LocalCluster of N processes on this machine."""
+    spec = spec.strip()
+    if not spec:
+        raise UsageError("--dask needs a scheduler address such as tcp://host:8786, "
+                         "or local[:N] for N processes on this machine")
+    match = _LOCAL_CLUSTER.match(spec)
+    if match is None:
+        return {"cluster": spec, "processes": None,
+                "connect_timeout": connect_timeout or CONNECT_TIMEOUT}
+    count = match.group(1)
+    if count is None:
+        return {"cluster": None, "processes": default_workers(), "connect_timeout": None}
+    if not count.strip().isdigit():
+        raise UsageError(f"--dask local:N needs a whole number of processes, not {count!r}")
+    if int(count) < 1:
+        raise UsageError(f"--dask local:N needs at least 1 process, not {int(count)}")
+    return {"cluster": None, "processes": int(count), "connect_timeout": None}
+
+
+def _is_cluster(pool: Pool) -> bool:
+    return not isinstance(pool, InterpreterPool)
 
 
 def _worker_list(text: str) -> list[int]:
@@ -83,21 +124,45 @@ def _worker_list(text: str) -> list[int]:
 class ParallelMagics(Magics):
     def __init__(self, shell: InteractiveShell) -> None:
         super().__init__(shell)
-        self._pool: InterpreterPool | None = None
+        self._pool: Pool | None = None
         self._options: dict[str, Any] = {"workers": default_workers(), "init": None,
                                          "init_timeout": 30.0}
+        # ClusterPool's own options while the pool is on a dask cluster:
+        # cluster, processes, connect_timeout, workers_per_process.
+        self._cluster: dict[str, Any] | None = None
         self.stuck_after = 10.0
         self.last_profile: Profile | None = None  # of the last %parallel_map or %%parallel
 
     # ------------------------------------------------------------------ pool
 
     @property
-    def pool(self) -> InterpreterPool:
+    def pool(self) -> Pool:
         """The notebook's pool, created on first use."""
         if self._pool is None or self._pool.closed:
-            self._pool = InterpreterPool(**self._options)
+            self._pool = self._new_pool(self._options, self._cluster)
             self.last_profile = None
         return self._pool
+
+    @staticmethod
+    def _new_pool(local: dict[str, Any], cluster: dict[str, Any] | None) -> Pool:
+        if cluster is None:
+            return InterpreterPool(**local)
+        try:
+            from interp_rpc.dask import ClusterPool
+        except ImportError as exc:  # pragma: no cover - distributed is in the dev root
+            raise UsageError(f"--dask needs dask.distributed ({exc}); install it with "
+                             "pip install 'interp-rpc[dask]'") from None
+        where = cluster["cluster"] or f"a LocalCluster of {cluster['processes']} processes"
+        try:
+            return ClusterPool(cluster["cluster"], processes=cluster["processes"],
+                               connect_timeout=cluster["connect_timeout"],
+                               workers_per_process=cluster["workers_per_process"],
+                               init=local["init"], init_timeout=local["init_timeout"])
+        except ValueError as exc:
+            raise UsageError(f"--dask {where}: {exc}") from None
+        except ConnectionError as exc:
+            raise UsageError(f"{exc} (within {cluster['connect_timeout']:g} s; "
+                             "--connect-timeout S waits longer)") from None
 
     def close(self) -> None:
         if self._pool is not None:
@@ -106,19 +171,33 @@ class ParallelMagics(Magics):
 
     @options.plain_help
     @magic_arguments()
-    @kwds(usage="%(prog)s [-n N] [--init CODE] [--init-timeout S] [--stuck-after S]")
-    @argument("-n", "--workers", type=int, help="number of workers (default: one per CPU)")
+    @kwds(usage="%(prog)s [-n N] [--init CODE] [--init-timeout S] [--stuck-after S]\n"
+                "       [--dask ADDRESS | --dask local[:N] | --local] [--connect-timeout S]")
+    @argument("-n", "--workers", type=int,
+              help="number of workers (default: one per CPU); with --dask, subinterpreters "
+                   "per dask worker process (default: its thread count)")
     @argument("--init", help="source code every worker runs before serving calls; quote it: "
                              '--init "import mymodule; mymodule.setup()"')
     @argument("--init-timeout", type=float, help="seconds to wait for init (default 30)")
     @argument("--stuck-after", type=float,
               help="seconds after which a busy worker shows as stuck (default 10)")
+    @argument("--dask", metavar="CLUSTER",
+              help="run on a dask.distributed cluster: a scheduler address such as "
+                   "tcp://host:8786, or local[:N] for a LocalCluster of N processes on this "
+                   "machine (default: one per CPU), closed with the pool; each dask worker "
+                   "process hosts one pool")
+    @argument("--local", action="store_true",
+              help="run in this process again, after --dask (the default)")
+    @argument("--connect-timeout", type=float,
+              help=f"seconds to wait for the --dask scheduler (default {CONNECT_TIMEOUT:g})")
     @line_magic
-    def parallel_pool(self, line: str) -> InterpreterPool | None:
+    def parallel_pool(self, line: str) -> Pool | None:
         """Create or replace the notebook's pool; with no options, show it.
 
         A new pool replaces the current one only once it has started: if it
-        fails (a bad --init, say), the current pool and its options stay.
+        fails (a bad --init, an unreachable --dask scheduler), the current
+        pool and its options stay. A replaced pool is closed, and so is a
+        LocalCluster it started.
         """
         args, rest = options.parse(self.parallel_pool, line)
         if args is None:
@@ -129,35 +208,59 @@ class ParallelMagics(Magics):
             raise UsageError(f"-n/--workers must be at least 1, not {args.workers}")
         options.positive("--init-timeout", args.init_timeout)
         options.positive("--stuck-after", args.stuck_after)
+        options.positive("--connect-timeout", args.connect_timeout)
+        if args.dask is not None and args.local:
+            raise UsageError("--dask and --local name different pools: give one of them")
+        if args.connect_timeout is not None and args.dask is None:
+            raise UsageError("--connect-timeout is for --dask ADDRESS")
         if args.init is not None:
             try:
                 compile(args.init, "<init>", "exec")
             except SyntaxError as exc:
                 raise UsageError(f"--init is not valid Python: {exc.msg} in {args.init!r}") \
                     from None
-        changes = {k: v for k, v in (("workers", args.workers), ("init", args.init),
-                                     ("init_timeout", args.init_timeout)) if v is not None}
-        if changes or self._pool is None or self._pool.closed:
-            self._replace_pool({**self._options, **changes})
+        cluster = self._cluster
+        if args.dask is not None:
+            cluster = {**_cluster_options(args.dask, args.connect_timeout),
+                       "workers_per_process": args.workers}
+        elif args.local:
+            cluster = None
+        elif cluster is not None and args.workers is not None:
+            cluster = {**cluster, "workers_per_process": args.workers}
+        changes = {k: v for k, v in (("init", args.init), ("init_timeout", args.init_timeout))
+                   if v is not None}
+        if args.workers is not None and cluster is None:
+            changes["workers"] = args.workers
+        if (changes or cluster != self._cluster or args.dask is not None
+                or self._pool is None or self._pool.closed):
+            self._replace_pool({**self._options, **changes}, cluster)
         if args.stuck_after is not None:
             self.stuck_after = args.stuck_after
         pool = self.pool
-        display(live.LiveView(pool, stuck_after=self.stuck_after).render(), raw=True)
+        self._show_status(pool)
         return pool
 
-    def _replace_pool(self, new_options: dict[str, Any]) -> None:
+    def _replace_pool(self, new_options: dict[str, Any], cluster: dict[str, Any] | None) -> None:
+        current = self._pool if self._pool is not None and not self._pool.closed else None
         try:
-            new = InterpreterPool(**new_options)
-        except PoolInitError:
-            if self._pool is not None and not self._pool.closed:
-                print(f"The new pool did not start; the current one ({self._pool.workers} "
+            new = self._new_pool(new_options, cluster)
+        except (PoolInitError, UsageError):
+            if current is not None:
+                print(f"The new pool did not start; the current one ({current.workers} "
                       "workers) is still in use.", file=sys.stderr)
             raise
         old, self._pool = self._pool, new
         self._options = new_options
+        self._cluster = cluster
         self.last_profile = None
         if old is not None:
             old.close(wait=False, timeout=1.0)
+
+    def _show_status(self, pool: Pool) -> None:
+        if isinstance(pool, InterpreterPool):
+            display(live.LiveView(pool, stuck_after=self.stuck_after).render(), raw=True)
+        else:
+            cluster_view.show_status(pool, self.stuck_after)
 
     # ------------------------------------------------------------- %%parallel
 
@@ -189,11 +292,12 @@ class ParallelMagics(Magics):
         options.positive("--timeout", args.timeout)
         assert self.shell is not None
         pool = self.pool
-        targets = (_worker_list(args.targets) if args.targets is not None
-                   else list(range(pool.workers)))
-        if targets[-1] >= pool.workers:
-            raise UsageError(f"--targets names worker {targets[-1]}, but the pool has workers "
-                             f"0-{pool.workers - 1}")
+        existing = _worker_indices(pool)
+        targets = _worker_list(args.targets) if args.targets is not None else existing
+        unknown = sorted(set(targets) - set(existing))
+        if unknown:
+            raise UsageError(f"--targets names worker {unknown[0]}, but the pool has "
+                             f"{_render.worker_ranges(existing)}")
         # IPython syntax becomes Python, and a syntax error shows once, here.
         # A cell's body starts on the cell's second line: its line numbers
         # are the cell's. IPython's compiler names it, so that tracebacks
@@ -201,18 +305,24 @@ class ParallelMagics(Magics):
         source = ("\n" if from_cell else "") + self.shell.transform_cell(cell)
         filename = self.shell.compile.cache(source, self.shell.execution_count, raw_code=source)
         compile(source, filename, "exec")
-        # Streamed while it runs where a display can be updated in place.
-        streamed = None if live.in_terminal() else worker_output.CellOutput(pool)
-        run_args = (source, filename) if streamed is None else (source, filename,
-                                                                 streamed.relay.id)
-        if streamed is not None:
-            streamed.start()
-        try:
-            with pool.profile() as self.last_profile:
-                outcomes = self._run_everywhere(pool, targets, run_args, args.timeout)
-        finally:
+        outcomes: dict[int, dict[str, Any] | Exception]
+        if isinstance(pool, InterpreterPool):
+            # Streamed while it runs where a display can be updated in place.
+            streamed = None if live.in_terminal() else worker_output.CellOutput(pool)
+            run_args = (source, filename) if streamed is None else (source, filename,
+                                                                     streamed.relay.id)
             if streamed is not None:
-                streamed.stop()
+                streamed.start()
+            try:
+                with pool.profile() as self.last_profile:
+                    outcomes = self._run_everywhere(pool, targets, run_args, args.timeout)
+            finally:
+                if streamed is not None:
+                    streamed.stop()
+        else:
+            self.last_profile = None
+            outcomes = _run_on_cluster(pool, targets if args.targets is not None else None,
+                                       (source, filename), args.timeout)
         _show_outputs({i: o["stdout"] for i, o in outcomes.items() if isinstance(o, dict)},
                       sys.stdout)
         _show_outputs({i: o["stderr"] for i, o in outcomes.items() if isinstance(o, dict)},
@@ -338,7 +448,18 @@ class ParallelMagics(Magics):
         target = self._target(name)
         items = self._items(source)
         pool = self.pool
-        first = self._run_starts()
+        if not isinstance(pool, InterpreterPool):
+            if args.profile:
+                raise UsageError("--profile needs a pool in this process: profiles are not "
+                                 "recorded on a dask cluster (%parallel_pool --local)")
+            self.last_profile = None
+            results = self._map_on_cluster(pool, target, items, args.timeout, args.chunksize,
+                                           args.out)
+            if args.out:
+                self.shell.user_ns[args.out] = results
+                return None
+            return results
+        first = self._run_starts(pool)
         view = live.LiveView(pool, target=_targets.describe(target), total=len(items),
                              stuck_after=self.stuck_after, since=first)
         printed = worker_output.WorkerOutput(pool)
@@ -355,11 +476,7 @@ class ParallelMagics(Magics):
             self._report_interrupted(pool, run, len(items))
             raise
         except RemoteError as failure:
-            if args.out and failure.partial_results is not None:
-                self.shell.user_ns[args.out] = failure.partial_results
-                done = sum(r is not MISSING for r in failure.partial_results)
-                print(f"{args.out}: the {done} results before the failed item are stored; "
-                      "the other items hold interp_rpc.MISSING.", file=sys.stderr)
+            self._keep_partial_results(failure, args.out)
             raise
         finally:
             printed.stop()
@@ -371,6 +488,43 @@ class ParallelMagics(Magics):
         if args.out:
             self.shell.user_ns[args.out] = results
             return None
+        return results
+
+    def _keep_partial_results(self, failure: RemoteError, name: str | None) -> None:
+        """-o NAME: a failed map still stores the results before the failed item."""
+        assert self.shell is not None
+        if name and failure.partial_results is not None:
+            self.shell.user_ns[name] = failure.partial_results
+            done = sum(r is not MISSING for r in failure.partial_results)
+            print(f"{name}: the {done} results before the failed item are stored; "
+                  "the other items hold interp_rpc.MISSING.", file=sys.stderr)
+
+    def _map_on_cluster(self, pool: ClusterPool, target: Callable[..., Any] | str,
+                        items: list[Any], timeout: float | None, chunksize: int | None,
+                        out: str | None) -> list[Any]:
+        """%parallel_map on a dask cluster: results read as they arrive, in
+        order, with their count shown as progress."""
+        progress = cluster_view.Progress(_targets.describe(target), len(items), pool.workers)
+        results: list[Any] = []
+        try:
+            # Closed at once on an error or Ctrl-C: chunks not started are cancelled.
+            with contextlib.closing(pool.map(target, items, timeout=timeout,
+                                             chunksize=chunksize)) as received:
+                progress.start()
+                for value in received:
+                    results.append(value)
+                    progress.advance(len(results))
+        except KeyboardInterrupt:
+            print(f"Interrupted: {len(results)} of {len(items)} items had completed (in order); "
+                  "chunks not started were cancelled, running ones finish on their own.",
+                  file=sys.stderr)
+            raise
+        except RemoteError as failure:
+            failure.partial_results = [*results, *[MISSING] * (len(items) - len(results))]
+            self._keep_partial_results(failure, out)
+            raise
+        finally:
+            progress.stop()
         return results
 
     def _target(self, name: str) -> Callable[..., Any] | str:
@@ -445,10 +599,18 @@ class ParallelMagics(Magics):
             return
         if args.watch < 0:
             raise UsageError(f"--watch must be 0 or more seconds, not {args.watch:g}")
-        if args.watch == 0:
-            display(live.LiveView(self.pool, stuck_after=self.stuck_after).render(), raw=True)
+        pool = self.pool
+        if not isinstance(pool, InterpreterPool):
+            # Each refresh would ask every process of the cluster: shown once.
+            cluster_view.show_status(pool, self.stuck_after)
+            if args.watch:
+                print("(A dask pool's table is shown once: run %parallel_status again "
+                      "to refresh it.)")
             return
-        live.watch(self.pool, seconds=args.watch, stuck_after=self.stuck_after)
+        if args.watch == 0:
+            display(live.LiveView(pool, stuck_after=self.stuck_after).render(), raw=True)
+            return
+        live.watch(pool, seconds=args.watch, stuck_after=self.stuck_after)
 
     @options.plain_help
     @magic_arguments()
@@ -472,6 +634,10 @@ class ParallelMagics(Magics):
         if args.out is not None and (not args.out.isidentifier() or keyword.iskeyword(args.out)):
             raise UsageError(f"-o NAME must be a Python identifier, not {args.out!r}")
         last = self.last_profile
+        if last is None and self._pool is not None and _is_cluster(self._pool):
+            print("No profile: runs on a dask cluster are not profiled yet "
+                  "(%parallel_pool --local runs in this process, where they are).")
+            return
         if last is None:
             print("No parallel run to profile yet: run %parallel_map or %%parallel first.")
             return
@@ -484,10 +650,11 @@ class ParallelMagics(Magics):
             return
         profile.show(last, functions=args.functions)
 
-    def _run_starts(self) -> tuple[int, int]:
+    @staticmethod
+    def _run_starts(pool: InterpreterPool) -> tuple[int, int]:
         """(log position, first call id) of a run about to start."""
-        records = self.pool.call_records()
-        return (records[-1].seq if records else 0), int(self.pool._engine.last_call_id) + 1
+        records = pool.call_records()
+        return (records[-1].seq if records else 0), int(pool._engine.last_call_id) + 1
 
 
 def _show_outputs(texts: dict[int, str], stream: Any) -> None:
@@ -508,11 +675,42 @@ def _report_collected(results: list[Any]) -> None:
           file=sys.stderr)
 
 
+def _worker_indices(pool: Pool) -> list[int]:
+    """The indices --targets may name: 0..N-1 locally, each live
+    subinterpreter's cluster index on a dask cluster."""
+    if isinstance(pool, InterpreterPool):
+        return list(range(pool.workers))
+    return [int(w) for w in pool.subinterpreters()]
+
+
+def _run_on_cluster(pool: ClusterPool, targets: list[int] | None, run_args: tuple[str, str],
+                    timeout: float | None) -> dict[int, dict[str, Any] | Exception]:
+    """run_cell in every subinterpreter of every process (or in ``targets``).
+    On Ctrl-C, shows what the finished processes printed and names the busy
+    subinterpreters, whose dask tasks finish on their own."""
+    run = pool._start_everywhere(_RUN_CELL, run_args, {}, timeout, targets)
+    try:
+        found = run.wait()
+    except KeyboardInterrupt:
+        run.cancel()
+        finished = {w: o for w, o in run.outcomes(finished_only=True).items()
+                    if isinstance(o, dict)}
+        _show_outputs({i: o["stdout"] for i, o in finished.items()}, sys.stdout)
+        _show_outputs({i: o["stderr"] for i, o in finished.items()}, sys.stderr)
+        busy = run.busy()
+        if busy:
+            print(f"Interrupted: {_render.worker_ranges(busy)} still running the cell (it "
+                  "cannot be stopped there and will finish on its own).", file=sys.stderr)
+        raise
+    # run_cell's outcome is a dict; errors are InterpRpcErrors (or a cancelled call's).
+    return cast(dict[int, dict[str, Any] | Exception], found)
+
+
 def _cell_error(info: dict[str, str], worker: int) -> Exception:
     return _replies.remote_error(info, target="%%parallel", worker=worker)
 
 
-def current_pool() -> InterpreterPool:
+def current_pool() -> Pool:
     """The notebook's pool (what the %parallel magics use)."""
     shell = InteractiveShell.instance()
     magics = shell.magics_manager.registry.get("ParallelMagics")

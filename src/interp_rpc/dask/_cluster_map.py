@@ -1,0 +1,201 @@
+"""ClusterPool.map: chunks of items as dask tasks, results yielded in order.
+
+The semantics are ``Executor.map``'s, as for InterpreterPool.map: the call
+submits the work and returns an iterator; ``timeout`` runs from the call and
+is raised by ``__next__``; the first failing item raises in its place, after
+the results of the items before it; closing the iterator, an error or a
+timeout cancels the chunks that have not started.
+
+Without ``buffersize`` the call reads and encodes every item (one that cannot
+cross fails the map before anything runs) and sends a window of chunks, a few
+per subinterpreter; each chunk that finishes sends the next one, from dask's
+callback thread, so the cluster keeps working whether or not the caller reads
+results, and every chunk goes to the process least loaded when it is sent.
+With ``buffersize`` the input is read lazily (infinite iterables work): at
+most ``buffersize`` items are submitted ahead of the consumer, whose thread
+reads and sends the next ones.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import math
+import threading
+import time
+from collections.abc import Callable, Generator, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from interp_rpc import _targets
+from interp_rpc._errors import RemoteError
+from interp_rpc._validation import check_buffersize, check_chunksize, check_timeout
+from interp_rpc.dask import _chunking, _request
+
+if TYPE_CHECKING:
+    from interp_rpc.dask._cluster_pool import ClusterPool, _Job
+
+
+class ClusterMapRun:
+    """One map: its chunks, in order, and the iterator over their results."""
+
+    def __init__(self, pool: ClusterPool, fn: Callable[..., Any] | str,
+                 iterables: tuple[Iterable[Any], ...], *, timeout: float | None,
+                 chunksize: int | None, buffersize: int | None) -> None:
+        check_timeout("timeout", timeout)
+        check_chunksize(chunksize)
+        check_buffersize(buffersize)
+        _targets.normalize(fn)  # an unusable target fails before anything runs
+        self._pool = pool
+        self._fn = fn
+        self._name = _targets.describe(fn)
+        self._timeout = timeout
+        self._deadline = None if timeout is None else time.monotonic() + timeout
+        self._mode = "chunk" if len(iterables) == 1 else "starchunk"
+        self._buffersize = buffersize
+        self._lock = threading.Lock()
+        self._jobs: collections.deque[_Job] = collections.deque()  # in order, until yielded
+        self._held: collections.deque[_Job] = collections.deque()  # encoded, not sent yet
+        self._sent_in_flight = 0  # chunks sent and not finished
+        self._sending = False  # a thread is in _send_held's loop
+        self._stopped = False
+        self._done = 0  # items whose results were yielded
+        pool._check_open(self._name)
+        items: Iterable[Any] = iterables[0] if len(iterables) == 1 else \
+            zip(*iterables, strict=False)
+        slots = max(1, pool.workers)
+        if buffersize is None:
+            listed = list(items)
+            self._total: int | None = len(listed)
+            self._items: Iterator[Any] = iter(())
+            self._exhausted = True
+            size = _chunking.chunk_size(len(listed), slots, chunksize)
+            # Every chunk is encoded before any is sent: an item that cannot
+            # cross fails the map before anything runs, as in the local pool.
+            for start in _chunking.chunk_starts(len(listed), size):
+                self._held.append(self._chunk(listed[start:start + size], start))
+            self._jobs.extend(self._held)
+            self._send_held()
+        else:
+            self._total = None
+            self._items = iter(items)
+            self._exhausted = False
+            self._size = min(chunksize or math.ceil(buffersize / slots), buffersize)
+            self._next_index = 0
+            self._unyielded = 0  # items submitted and not yet yielded
+            try:
+                self._read_ahead()
+            except BaseException:
+                self._cancel()
+                raise
+
+    def _chunk(self, items: list[Any], start: int) -> _Job:
+        request = _request.encode(self._fn, (items,), {}, self._mode, start)
+        return self._pool._new_job(request, item_offset=start, item_count=len(items))
+
+    # ------------------------------------------------------------ sending
+
+    def _send_held(self) -> None:
+        """Send held chunks while the window has room (any thread).
+
+        One thread at a time runs the loop; a chunk that finishes meanwhile
+        (in another thread, or in this one, as a chunk refused at once does)
+        only frees its place, which the loop sees on its next turn. So
+        nothing recurses, and no lock is held while a chunk is sent."""
+        with self._lock:
+            if self._sending:
+                return
+            self._sending = True
+        while True:
+            window = _chunking.IN_FLIGHT_PER_SLOT * max(1, self._pool.workers)
+            with self._lock:
+                if self._stopped or not self._held or self._sent_in_flight >= window:
+                    self._sending = False
+                    return
+                job = self._held.popleft()
+                self._sent_in_flight += 1
+            job.future.add_done_callback(self._chunk_finished)
+            self._pool._start_job(job)
+
+    def _chunk_finished(self, _: object) -> None:
+        with self._lock:
+            self._sent_in_flight -= 1
+        self._send_held()
+
+    def _read_ahead(self) -> None:
+        """With buffersize: read, encode and send chunks until ``buffersize``
+        items are ahead of the consumer or the input ends (consumer's thread)."""
+        assert self._buffersize is not None
+        while not self._exhausted and self._unyielded < self._buffersize:
+            size = min(self._size, self._buffersize - self._unyielded)
+            chunk = list(itertools.islice(self._items, size))
+            if len(chunk) < size:
+                self._exhausted = True
+                self._total = self._next_index + len(chunk)
+            if not chunk:
+                return
+            job = self._chunk(chunk, self._next_index)
+            self._next_index += len(chunk)
+            self._unyielded += len(chunk)
+            self._jobs.append(job)
+            self._pool._start_job(job)
+
+    # ---------------------------------------------------------- collecting
+
+    def results(self) -> Generator[Any]:
+        """The results, in order; the generator cancels what is left when
+        closed, collected, or ended by an error."""
+        try:
+            while self._jobs:
+                job = self._jobs[0]
+                remaining = (None if self._deadline is None
+                             else max(0.0, self._deadline - time.monotonic()))
+                try:
+                    values = job.future.result(remaining)
+                except TimeoutError:
+                    if job.future.done():
+                        raise
+                    assert self._timeout is not None
+                    raise self._pool._timeout_error(job, self._timeout, completed=self._done,
+                                                    total=self._total) from None
+                except RemoteError:
+                    yield from job.partial
+                    raise
+                self._jobs.popleft()
+                if self._buffersize is not None:
+                    self._unyielded -= job.item_count
+                    self._read_ahead()
+                # Popped one by one, so that no result stays referenced here
+                # after it was yielded.
+                values.reverse()
+                self._done += len(values)
+                yield from map(list.pop, itertools.repeat(values, len(values)))
+        finally:
+            self._cancel()
+
+    def _cancel(self) -> None:
+        with self._lock:
+            self._stopped = True
+            self._held.clear()
+        while self._jobs:
+            self._jobs.popleft().future.cancel()
+
+
+class MapResults(Iterator[Any]):
+    """What ClusterPool.map returns: the results in order, as a generator
+    gives them, and ``close()``, which cancels the chunks not started even if
+    no result was read yet (closing a generator that never started runs
+    nothing, so it would cancel nothing)."""
+
+    def __init__(self, run: ClusterMapRun) -> None:
+        self._run = run
+        self._results = run.results()
+
+    def __iter__(self) -> MapResults:
+        return self
+
+    def __next__(self) -> Any:
+        return next(self._results)
+
+    def close(self) -> None:
+        self._results.close()
+        self._run._cancel()

@@ -1,0 +1,533 @@
+"""The interactive profile in JupyterLab, in headless Chromium, in the light
+and the dark theme, driven with the mouse as a user would.
+
+A notebook (written here, never the repository's) profiles a map with
+``%parallel_map --profile``, shows it with ``%parallel_profile``, and
+profiles a map with a failing item from code with ``pool.profile()``. Run in
+Lab, its outputs are trusted, so the inline script turns the static pictures
+into the interactive timeline and icicle. The tests then hover a bar and read
+its card, zoom with the wheel and with a shift-drag, pan with a drag, reset,
+sort the function table by a header click, hover and zoom the icicle, and
+check the WCAG AA contrast of every text. A second notebook carries a
+profile's output without a trust signature, as a reopened or shared notebook
+does: JupyterLab then strips the script and the static picture must stay.
+
+Artifacts, kept after the run, in build/artifacts/browser-profile/:
+``{theme}-timeline.png`` (the profile cell), ``{theme}-hover.png``,
+``{theme}-zoomed.png``, ``{theme}-icicle-zoomed.png``, ``{theme}-notebook.png``
+(the whole notebook), ``{theme}-untrusted.png``, the browser console logs and
+the server log. The helpers (server, browser, contrast) come from the demo's
+browser test, tests/browser/test_lab_demo.py.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+webdriver = pytest.importorskip("selenium.webdriver")
+import test_lab_demo as demo  # noqa: E402
+from selenium.common.exceptions import TimeoutException  # noqa: E402
+from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
+from selenium.webdriver.common.actions.wheel_input import ScrollOrigin  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
+from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
+
+ARTIFACTS = demo.REPO / "build" / "artifacts" / "browser-profile"
+#: A fresh browser loading Lab, then the kernel starting: under a CPU hog on
+#: a shared machine Lab took more than 20 s to show a notebook.
+PAGE_TIMEOUT = 180.0
+THEMES = {"light": "JupyterLab Light", "dark": "JupyterLab Dark"}
+
+#: Items of the profiled map, and the one that fails in the second profile.
+ITEMS = 24
+FAILING_ITEM = 5
+#: Items of a profile drawn aggregated per pixel column (over 5,000).
+MANY = 8000
+
+CELLS = [
+    "%parallel_pool -n 2",
+    "%%parallel\nimport time\n\n"
+    "def helper(n):\n    return sum(k * k for k in range(n))\n\n"
+    "def work(i):\n    time.sleep(0.005)\n    return helper(2000 + i)\n\n"
+    "def fail_at(i):\n    if i == " + str(FAILING_ITEM) + ":\n"
+    "        raise ValueError(f'item {i} is bad')\n    return helper(i)",
+    f"%parallel_map --profile --chunksize 4 work range({ITEMS})",
+    "%parallel_profile",
+    "from interp_rpc.notebook import current_pool\n"
+    "pool = current_pool()\n"
+    "with pool.profile() as failing:\n"
+    "    try:\n"
+    "        list(pool.map('fail_at', range(8), chunksize=8))\n"
+    "    except Exception as error:\n"
+    "        print('failed as intended:', type(error).__name__)\n"
+    "failing",
+    f"with pool.profile() as many:\n    list(pool.map('builtins.abs', range({MANY})))\nmany",
+]
+
+pytestmark = demo.pytestmark
+
+
+def notebook(cells: list[str], outputs: dict[int, list[dict[str, Any]]] | None = None
+             ) -> dict[str, Any]:
+    """A notebook for demo.KERNEL (ipykernel gets a %load_ext cell first)."""
+    if demo.KERNEL != "interp-rpc":
+        cells = ["%load_ext interp_rpc", *cells]
+    return {"nbformat": 4, "nbformat_minor": 5,
+            "metadata": {"kernelspec": {"name": demo.KERNEL, "language": "python",
+                                        "display_name": demo.kernel_display_name(demo.KERNEL)}},
+            "cells": [{"id": f"cell-{i}", "cell_type": "code", "metadata": {},
+                       "execution_count": None, "source": source,
+                       "outputs": (outputs or {}).get(i, [])}
+                      for i, source in enumerate(cells)]}
+
+
+def untrusted_notebook() -> dict[str, Any]:
+    """A profile's output saved in a notebook without a trust signature, as
+    JupyterLab finds it when a notebook is reopened elsewhere or shared."""
+    from interp_rpc import InterpreterPool
+
+    with InterpreterPool(workers=2) as pool, pool.profile(functions=True) as prof:
+        list(pool.map("builtins.abs", range(-30, 30), chunksize=6))
+    output = {"output_type": "display_data", "metadata": {},
+              "data": prof._repr_mimebundle_()}
+    nb = notebook(["prof"])
+    nb["cells"][-1]["outputs"] = [output]
+    return nb
+
+
+@dataclass
+class Server:
+    lab: demo.Lab
+
+    def put_setting(self, plugin: str, values: dict[str, Any]) -> None:
+        body = json.dumps({"raw": json.dumps(values)}).encode()
+        request = urllib.request.Request(
+            f"{self.lab.url}/lab/api/settings/{plugin}", data=body, method="PUT",
+            headers={"Authorization": f"token {self.lab.token}",
+                     "Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=10):
+            pass
+
+    def shut_down_kernels(self) -> None:
+        for session in self.lab.api("/api/sessions"):
+            self.lab.api(f"/api/sessions/{session['id']}", method="DELETE")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    shutil.rmtree(ARTIFACTS, ignore_errors=True)
+    ARTIFACTS.mkdir(parents=True)
+    base = tmp_path_factory.mktemp("lab")
+    root = base / "notebooks"
+    root.mkdir()
+    for theme in THEMES:
+        (root / f"profile-{theme}.ipynb").write_text(json.dumps(notebook(CELLS), indent=1))
+    (root / "untrusted.ipynb").write_text(json.dumps(untrusted_notebook(), indent=1))
+    settings = base / "settings"
+    demo.write_lab_settings(settings)
+    lab = start_lab(base, root)
+    try:
+        yield Server(lab)
+    finally:
+        demo.stop_server(lab)
+
+
+def start_lab(base: Path, root: Path) -> demo.Lab:
+    import os
+    import secrets
+    import subprocess
+
+    port, token = demo.free_port(), secrets.token_hex(16)
+    env = dict(os.environ,
+               JUPYTER_CONFIG_DIR=str(base / "config"),
+               JUPYTER_RUNTIME_DIR=str(base / "runtime"),
+               JUPYTERLAB_SETTINGS_DIR=str(base / "settings"),
+               JUPYTERLAB_WORKSPACES_DIR=str(base / "workspaces"),
+               IPYTHONDIR=str(base / "ipython"))
+    argv = ["jupyter-lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+            "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
+            f"--ServerApp.root_dir={root}", "--LabApp.news_url=",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    if os.geteuid() == 0:
+        argv.append("--allow-root")
+    log = ARTIFACTS / "jupyter-server.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL, cwd=root, env=env)
+    lab = demo.Lab(f"http://127.0.0.1:{port}", token, root, process, log)
+    try:
+        demo.wait_for_server(lab)
+    except BaseException:
+        demo.stop_server(lab)
+        raise
+    return lab
+
+
+def new_browser(tmp_path_factory: pytest.TempPathFactory, name: str) -> WebDriver:
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = demo.CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--window-size=1400,1000",
+                 f"--user-data-dir={tmp_path_factory.mktemp('chromium')}"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    service = Service(demo.CHROMEDRIVER, log_output=str(ARTIFACTS / f"chromedriver-{name}.log"))
+    return webdriver.Chrome(service=service, options=options)
+
+
+def save_console(browser: WebDriver, name: str, earlier: list[str] | None = None) -> list[str]:
+    """The browser's console (what a test read before, then the rest), saved."""
+    lines = [*(earlier or []), *(f"{e['level']} {e['message']}"
+                                 for e in browser.get_log("browser"))]
+    (ARTIFACTS / f"browser-console-{name}.log").write_text("".join(f"{x}\n" for x in lines))
+    return lines
+
+
+def open_and_wait_idle(browser: WebDriver, server: Server, path: str) -> None:
+    """Open ``path`` in a workspace of its own (Lab restores nothing else into
+    it), and wait until its kernel is the intended one and idle."""
+    lab = server.lab
+    workspace = re.sub(r"\W", "-", path)
+    browser.get(f"{lab.url}/lab/workspaces/{workspace}/tree/{path}?token={lab.token}")
+    demo.wait(browser, PAGE_TIMEOUT,
+              lambda b: b.find_elements(By.CSS_SELECTOR, demo.CODE_CELLS),
+              f"JupyterLab did not show {path}'s cells")
+    expected = demo.kernel_display_name(demo.KERNEL)
+    demo.wait(browser, PAGE_TIMEOUT,
+              lambda b: demo.js(b, demo.KERNEL_NAME_JS, demo.NOTEBOOK) == expected
+              and demo.js(b, demo.KERNEL_STATUS_JS, demo.NOTEBOOK) == "idle",
+              f"the {expected} kernel of {path} did not become idle")
+
+
+@dataclass
+class Page:
+    """A notebook run with Run All in one theme, in its own browser."""
+
+    theme: str
+    browser: WebDriver
+    console: list[str]
+
+
+@pytest.fixture(scope="module", params=list(THEMES))
+def page(request: pytest.FixtureRequest, server: Server,
+         tmp_path_factory: pytest.TempPathFactory) -> Iterator[Page]:
+    theme = request.param
+    server.shut_down_kernels()  # the other theme's kernel and pool: not needed any more
+    server.put_setting("@jupyterlab/apputils-extension:themes", {"theme": THEMES[theme]})
+    browser = new_browser(tmp_path_factory, theme)
+    result = Page(theme, browser, [])
+    try:
+        open_and_wait_idle(browser, server, f"profile-{theme}.ipynb")
+        demo.run_all(browser, demo.RunAll(), len(CELLS) + (demo.KERNEL != "interp-rpc"))
+        demo.screenshot_whole_notebook(browser, ARTIFACTS / f"{theme}-notebook.png")
+        yield result
+    except BaseException:
+        browser.save_screenshot(str(ARTIFACTS / f"{theme}-failure.png"))
+        raise
+    finally:
+        try:
+            result.console = save_console(browser, theme, result.console)
+        finally:
+            browser.quit()
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def profile_cell(page: Page, text: str) -> Any:
+    cell = demo.cell_containing(page.browser, text)
+    demo.js(page.browser, "arguments[0].scrollIntoView({block: 'start'});", cell)
+    return cell
+
+
+def live_timeline(page: Page, cell: Any) -> Any:
+    """The interactive timeline's <svg>, once the cell's script built it."""
+    try:
+        return demo.wait(page.browser, demo.UI_TIMEOUT, lambda b: [
+            s for s in cell.find_elements(By.CSS_SELECTOR, ".irpc-live svg.interp-rpc-gantt")
+            if demo.visible(s)], "")[0]
+    except TimeoutException:
+        pytest.fail("the trusted output's script did not draw the interactive timeline; "
+                    f"browser console: {save_console(page.browser, page.theme + '-timeline')}")
+
+
+def view_range(page: Page, svg: Any) -> tuple[float, float]:
+    """The time range the timeline shows, in ns from the profile's start."""
+    return (float(svg.get_attribute("data-view-start")),
+            float(svg.get_attribute("data-view-end")))
+
+
+def card(cell: Any) -> Any:
+    return cell.find_element(By.CSS_SELECTOR, ".irpc-card")
+
+
+def item_bars(svg: Any) -> list[Any]:
+    return list(svg.find_elements(By.CSS_SELECTOR, "rect[data-item]"))
+
+
+def embedded_data(page: Page, cell: Any) -> dict[str, Any]:
+    text = demo.js(page.browser, "return arguments[0].querySelector('script.irpc-data')"
+                   ".textContent;", cell)
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+def shot(page: Page, element: Any, name: str) -> None:
+    demo.js(page.browser, "arguments[0].scrollIntoView({block: 'start'});", element)
+    element.screenshot(str(ARTIFACTS / f"{page.theme}-{name}.png"))
+
+
+# -------------------------------------------------------------- the timeline
+
+
+def test_the_timeline_is_interactive_in_a_trusted_notebook(page: Page) -> None:
+    cell = profile_cell(page, "%parallel_profile")
+    svg = live_timeline(page, cell)
+    static = cell.find_element(By.CSS_SELECTOR, ".irpc-static")
+    assert not demo.visible(static), "the static picture is still shown beside the live one"
+    assert len(item_bars(svg)) == ITEMS, "expected one bar per item of the profiled map"
+    ticks = [t.text for t in svg.find_elements(By.CSS_SELECTOR, "text.tick")]
+    assert ticks and all(re.fullmatch(r"[0-9.]+ (s|ms|µs)", t) for t in ticks), ticks
+    shot(page, cell, "timeline")
+
+
+def test_hovering_an_item_shows_its_card(page: Page) -> None:
+    cell = profile_cell(page, "%parallel_profile")
+    svg = live_timeline(page, cell)
+    data = embedded_data(page, cell)
+    bar = item_bars(svg)[-1]
+    index = int(bar.get_attribute("data-item"))
+    ActionChains(page.browser).move_to_element(bar).perform()
+    shown = card(cell)
+    demo.wait(page.browser, demo.UI_TIMEOUT, lambda b: demo.visible(shown),
+              "hovering a bar did not show its card")
+    text = shown.text
+    lines = dict(line.split(": ", 1) for line in text.splitlines())
+    assert lines["target"] == "work", text
+    assert lines["item"] == str(data["i"][index]), text
+    assert lines["worker"] == str(data["w"][index]), text
+    for key in ("queue wait", "run time"):
+        assert re.match(r"[0-9.]+ (s|ms|µs)", lines[key]), text
+    assert re.match(r"request [0-9.]+ (s|ms|µs) \+ [0-9.]+ (s|ms|µs), results [0-9.]+ "
+                    r"(s|ms|µs)", lines["serialization"]), text
+    assert lines["outcome"] == "ok", text
+    # The last bar ends at the right edge: its card opens to the left, inside the output.
+    inside = demo.js(page.browser, """
+        const card = arguments[0].getBoundingClientRect();
+        const area = arguments[1].closest('.jp-OutputArea-output').getBoundingClientRect();
+        return card.left >= area.left && card.right <= area.right;""", shown, svg)
+    assert inside, "the card is cut off by the output's edge"
+    shot(page, cell, "hover")
+    ActionChains(page.browser).move_to_element(
+        cell.find_element(By.CSS_SELECTOR, ".irpc-summary")).perform()
+    demo.wait(page.browser, demo.UI_TIMEOUT, lambda b: not demo.visible(shown),
+              "the card stayed after the pointer left the bar")
+
+
+def test_the_wheel_zooms_around_the_pointer_and_reset_restores_the_range(page: Page) -> None:
+    cell = profile_cell(page, "%parallel_profile")
+    svg = live_timeline(page, cell)
+    full = view_range(page, svg)
+    ActionChains(page.browser).scroll_from_origin(ScrollOrigin.from_element(svg), 0, -300
+                                                  ).perform()
+    demo.wait(page.browser, demo.UI_TIMEOUT, lambda b: view_range(page, svg) != full,
+              "the wheel did not change the visible time range")
+    zoomed = view_range(page, svg)
+    assert full[0] <= zoomed[0] < zoomed[1] <= full[1], (full, zoomed)
+    assert zoomed[1] - zoomed[0] < full[1] - full[0], (full, zoomed)
+    assert len(item_bars(svg)) < ITEMS or zoomed[0] > full[0] or zoomed[1] < full[1]
+    shot(page, cell, "zoomed")
+    cell.find_element(By.CSS_SELECTOR, ".irpc-live button.irpc-reset").click()
+    assert view_range(page, svg) == full
+
+
+def test_a_drag_pans_and_a_shift_drag_zooms_to_the_dragged_range(page: Page) -> None:
+    cell = profile_cell(page, "%parallel_profile")
+    svg = live_timeline(page, cell)
+    full = view_range(page, svg)
+    width = svg.size["width"]
+    # Shift-drag over the middle fifth of the plot: the view becomes that range.
+    actions = ActionChains(page.browser)
+    actions.move_to_element_with_offset(svg, -width // 10, 0).key_down(Keys.SHIFT)
+    actions.click_and_hold().move_by_offset(width // 5, 0).release().key_up(Keys.SHIFT)
+    actions.perform()
+    zoomed = view_range(page, svg)
+    span = zoomed[1] - zoomed[0]
+    assert 0 < span < (full[1] - full[0]) / 2, (full, zoomed)
+    # A plain drag to the right shows earlier times, keeping the span.
+    ActionChains(page.browser).move_to_element(svg).click_and_hold().move_by_offset(
+        width // 10, 0).release().perform()
+    panned = view_range(page, svg)
+    assert panned[0] < zoomed[0], (zoomed, panned)
+    assert panned[1] - panned[0] == pytest.approx(span, rel=1e-6), (zoomed, panned)
+    ActionChains(page.browser).double_click(svg).perform()
+    assert view_range(page, svg) == full
+
+
+def test_a_failed_item_is_marked_and_its_card_says_so(page: Page) -> None:
+    cell = profile_cell(page, "with pool.profile() as failing")
+    svg = live_timeline(page, cell)
+    assert "failed as intended: RemoteError" in cell.text
+    data = embedded_data(page, cell)
+    failed = [i for i, o in enumerate(data["o"]) if data["outcomes"][o] == "failed"]
+    assert [data["i"][i] for i in failed] == [FAILING_ITEM], data
+    (bar,) = [b for b in item_bars(svg) if int(b.get_attribute("data-item")) == failed[0]]
+    stroke = demo.js(page.browser, "return getComputedStyle(arguments[0]).stroke;", bar)
+    assert stroke == "rgb(207, 34, 46)", f"the failed bar is not marked: stroke {stroke}"
+    ActionChains(page.browser).move_to_element(bar).perform()
+    shown = card(cell)
+    demo.wait(page.browser, demo.UI_TIMEOUT, lambda b: demo.visible(shown),
+              "hovering the failed bar did not show its card")
+    assert "outcome: failed" in shown.text and f"item: {FAILING_ITEM}" in shown.text, shown.text
+    shot(page, cell, "failed")
+
+
+def test_above_5000_items_the_timeline_aggregates_until_zoomed_in(page: Page) -> None:
+    from interp_rpc._profile_html import AGGREGATE_ABOVE
+
+    assert MANY > AGGREGATE_ABOVE
+    cell = profile_cell(page, "with pool.profile() as many")
+    svg = live_timeline(page, cell)
+    columns = svg.find_elements(By.CSS_SELECTOR, "rect[data-column]")
+    assert columns and not item_bars(svg), "more than 5,000 items were drawn one by one"
+    status = cell.find_element(By.CSS_SELECTOR, ".irpc-range")
+    assert f"({MANY} items, aggregated per pixel column)" in status.text, status.text
+    ActionChains(page.browser).move_to_element(columns[len(columns) // 2]).perform()
+    shown = card(cell)
+    demo.wait(page.browser, demo.UI_TIMEOUT, lambda b: demo.visible(shown),
+              "hovering a column did not show its card")
+    assert re.match(r"[1-9][0-9]* item\(s\) in this column\nbusy [0-9]+% of it\n"
+                    r"builtins.abs", shown.text), shown.text
+    shot(page, cell, "aggregated")
+    for _ in range(10):  # zoom in on the middle until few enough items are in view
+        if item_bars(svg):
+            break
+        ActionChains(page.browser).scroll_from_origin(ScrollOrigin.from_element(svg), 0, -400
+                                                      ).perform()
+    assert item_bars(svg), f"zooming in never drew the items one by one: {status.text}"
+    assert "aggregated" not in status.text, status.text
+
+
+# ------------------------------------------------------- the function profile
+
+
+def test_the_function_table_sorts_on_a_header_click(page: Page) -> None:
+    cell = profile_cell(page, "%parallel_profile")
+    table = cell.find_element(By.CSS_SELECTOR, "table.irpc-sortable")
+
+    def column(index: int) -> list[str]:
+        return [str(v) for v in demo.js(page.browser, """
+            return Array.from(arguments[0].tBodies[0].rows)
+              .map(r => r.cells[arguments[1]].getAttribute('data-v'));""", table, index)]
+
+    headers = table.find_elements(By.CSS_SELECTOR, "th[data-col]")
+    calls = next(h for h in headers if h.text == "calls (all)")
+    calls.click()
+    values = [float(v) for v in column(1)]
+    assert values == sorted(values, reverse=True), values
+    calls.click()
+    values = [float(v) for v in column(1)]
+    assert values == sorted(values), values
+    tottime = next(h for h in headers if h.text == "tottime (all)")
+    tottime.click()
+    values = [float(v) for v in column(int(tottime.get_attribute("data-col")))]
+    assert values == sorted(values, reverse=True), values
+    assert any("helper" in name for name in column(0))
+
+
+def test_the_icicle_shows_a_card_on_hover_and_zooms_on_click(page: Page) -> None:
+    cell = profile_cell(page, "%parallel_profile")
+    icicle = demo.wait(page.browser, demo.UI_TIMEOUT, lambda b: [
+        s for s in cell.find_elements(By.CSS_SELECTOR, ".irpc-icicle-live svg")
+        if demo.visible(s)], "the script did not draw the interactive icicle")[0]
+    helper = [b for b in icicle.find_elements(By.CSS_SELECTOR, "rect[data-node]")
+              if "helper" in (b.get_attribute("data-name") or "")]
+    assert helper, "the icicle has no box for helper(), called inside the target"
+    ActionChains(page.browser).move_to_element(helper[0]).perform()
+    shown = cell.find_element(By.CSS_SELECTOR, ".irpc-icicle-live .irpc-card")
+    demo.wait(page.browser, demo.UI_TIMEOUT, lambda b: demo.visible(shown),
+              "hovering an icicle box did not show its card")
+    for key in ("calls:", "total time:", "cumulative time:", "of the profiled time"):
+        assert key in shown.text, shown.text
+    plot_width = float(icicle.get_attribute("width"))
+    node = helper[0].get_attribute("data-node")
+    before = float(helper[0].get_attribute("width"))
+    assert before < plot_width
+
+    def box_width() -> float:
+        return float(icicle.find_element(By.CSS_SELECTOR, f"rect[data-node='{node}']")
+                     .get_attribute("width"))
+
+    helper[0].click()  # the icicle is redrawn: the old elements are gone
+    assert box_width() == pytest.approx(plot_width), \
+        "clicking a box did not widen it to the whole icicle"
+    shot(page, cell.find_element(By.CSS_SELECTOR, ".irpc-icicle-live"), "icicle-zoomed")
+    cell.find_element(By.CSS_SELECTOR, ".irpc-icicle-live button.irpc-reset").click()
+    assert box_width() == pytest.approx(before)
+
+
+# ------------------------------------------------------------- theme, trust
+
+
+#: The demo test's contrast check, over the profile's outputs only (other
+#: renderings are the demo test's to check).
+PROFILE_CONTRAST_JS = demo.CONTRAST_JS.replace(
+    "document.querySelectorAll('.jp-OutputArea-output')",
+    "document.querySelectorAll('.jp-OutputArea-output .interp-rpc-profile')")
+
+
+def test_every_text_of_the_profile_meets_wcag_aa(page: Page) -> None:
+    assert PROFILE_CONTRAST_JS != demo.CONTRAST_JS
+    theme = demo.js(page.browser, "return document.body.dataset.jpThemeName")
+    assert theme == THEMES[page.theme]
+    # With the card shown too: it is drawn over the timeline.
+    cell = profile_cell(page, "%parallel_profile")
+    svg = live_timeline(page, cell)
+    ActionChains(page.browser).move_to_element(item_bars(svg)[0]).perform()
+    assert demo.visible(card(cell))
+    failures = demo.js(page.browser, PROFILE_CONTRAST_JS, demo.WCAG_AA)
+    assert not failures, ("texts below WCAG AA (text, colour, background, ratio):\n"
+                          + "\n".join(map(str, failures)))
+
+
+def test_the_script_logged_no_error(page: Page) -> None:
+    lines = page.browser.get_log("browser")
+    page.console += [f"{e['level']} {e['message']}" for e in lines]
+    errors = [e["message"] for e in lines if e["level"] == "SEVERE"
+              and ("irpc" in e["message"] or "eval" in e["message"])]
+    assert not errors, errors
+
+
+def test_an_untrusted_notebook_shows_the_static_picture(page: Page, server: Server) -> None:
+    browser = page.browser
+    # In a tab of its own: leaving the run notebook would ask to save it.
+    browser.switch_to.new_window("tab")
+    open_and_wait_idle(browser, server, "untrusted.ipynb")
+    output = demo.wait(browser, demo.UI_TIMEOUT, lambda b: b.find_elements(
+        By.CSS_SELECTOR, ".jp-OutputArea-output .interp-rpc-profile"),
+        "the untrusted notebook shows no profile output")[0]
+    img = output.find_element(By.CSS_SELECTOR, "img.irpc-timeline-img")
+    assert demo.visible(img), "the static timeline is not visible"
+    assert demo.js(browser, "return arguments[0].complete && arguments[0].naturalWidth",
+                   img) > 0, "the static timeline did not decode"
+    assert output.get_attribute("data-irpc-ready") is None, "the script ran untrusted"
+    assert not output.find_elements(By.CSS_SELECTOR, ".irpc-live svg")
+    assert "utilization" in output.text and "items / requests" in output.text
+    icicle = output.find_elements(By.CSS_SELECTOR, "img.irpc-icicle-img")
+    assert icicle and demo.visible(icicle[0]), "the static icicle is not visible"
+    shot(page, output, "untrusted")
+    failures = demo.js(browser, PROFILE_CONTRAST_JS, demo.WCAG_AA)
+    assert not failures, failures

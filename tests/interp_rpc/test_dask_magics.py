@@ -1,0 +1,323 @@
+"""The %parallel magics on a dask cluster (%parallel_pool --dask), as a user
+types them in an IPython shell of this process. tests/notebooks runs them
+through both kernels."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("distributed")
+
+from dask_support import CLUSTER_LIMIT, INIT
+from IPython.core.error import UsageError
+from IPython.core.interactiveshell import ExecutionResult, InteractiveShell
+from support import wait_until
+
+from interp_rpc import InterpreterPool, ParallelCellError, RemoteError
+from interp_rpc.dask import ClusterPool
+from interp_rpc.dask._chunking import IN_FLIGHT_PER_SLOT
+from interp_rpc.notebook import current_pool
+
+pytestmark = pytest.mark.timeout(300)
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+@dataclass
+class Ran:
+    result: ExecutionResult
+    out: str
+    err: str
+
+    @property
+    def error(self) -> BaseException | None:
+        return self.result.error_in_exec or self.result.error_before_exec
+
+    @property
+    def shown(self) -> str:
+        return self.out + self.err
+
+
+type Run = Callable[[str], Ran]
+
+
+@pytest.fixture(scope="module")
+def shell() -> Iterator[InteractiveShell]:
+    ip = InteractiveShell.instance()
+    ip.run_line_magic("load_ext", "interp_rpc")
+    try:
+        ip.run_line_magic("parallel_pool", f"--dask local:2 --init {INIT!r}")
+        yield ip
+    finally:
+        ip.run_line_magic("unload_ext", "interp_rpc")
+
+
+@pytest.fixture
+def run(shell: InteractiveShell, capsys: pytest.CaptureFixture[str]) -> Run:
+    def run_cell(code: str) -> Ran:
+        capsys.readouterr()
+        result = shell.run_cell(code, store_history=True)
+        captured = capsys.readouterr()
+        return Ran(result, ANSI.sub("", captured.out), ANSI.sub("", captured.err))
+
+    return run_cell
+
+
+@pytest.fixture
+def cluster_pool(shell: InteractiveShell) -> ClusterPool:
+    """The notebook's pool, on a LocalCluster of 2 processes again if a test
+    switched it."""
+    pool = current_pool()
+    if not isinstance(pool, ClusterPool) or len(pool.processes()) != 2:
+        shell.run_line_magic("parallel_pool", f"--dask local:2 --init {INIT!r}")
+        pool = current_pool()
+    assert isinstance(pool, ClusterPool)
+    return pool
+
+
+def pids(pool: ClusterPool) -> set[int]:
+    return {pid for _, _, pid, _ in pool.processes()}
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def closed_port() -> int:
+    """A local port nothing listens on."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+# ------------------------------------------------------------------ running
+
+def test_map_and_parallel_run_in_every_process(cluster_pool: ClusterPool, run: Run) -> None:
+    ran = run("%%parallel\nimport os\ndef where(x):\n    return (os.getpid(), x * 2)\n")
+    assert ran.error is None, ran.shown
+    ran = run("found = %parallel_map --chunksize 1 where range(40)")
+    assert ran.error is None, ran.shown
+    found = InteractiveShell.instance().user_ns["found"]
+    assert [doubled for _, doubled in found] == [i * 2 for i in range(40)]
+    assert {pid for pid, _ in found} == pids(cluster_pool)
+    ran = run("%parallel print(os.getpid() > 0)")
+    assert ran.out == "[workers 0-1]\nTrue\n"
+
+
+def test_a_function_of_the_notebook_runs_on_the_cluster(cluster_pool: ClusterPool,
+                                                        run: Run) -> None:
+    ran = run("def triple(x):\n    return 3 * x\ntripled = %parallel_map triple range(10)")
+    assert ran.error is None, ran.shown
+    assert InteractiveShell.instance().user_ns["tripled"] == [3 * i for i in range(10)]
+
+
+def test_targets_picks_subinterpreters_by_their_cluster_index(cluster_pool: ClusterPool,
+                                                              run: Run) -> None:
+    last = max(int(w) for w in cluster_pool.subinterpreters())
+    ran = run(f"%parallel --targets {last} print('only me')")
+    assert ran.out == f"[worker {last}]\nonly me\n"
+    ran = run(f"%parallel --targets {last + 1} print('nobody')")
+    assert isinstance(ran.error, UsageError)
+    assert f"--targets names worker {last + 1}" in str(ran.error)
+
+
+def test_a_cell_error_names_each_process_once(cluster_pool: ClusterPool, run: Run) -> None:
+    ran = run("%%parallel\nprint('before')\nraise ValueError('on the cluster')\n")
+    assert isinstance(ran.error, ParallelCellError)
+    assert "[workers 0-1]\nbefore\n" in ran.out
+    assert set(ran.error.errors) == {0, 1}
+    for index, error in ran.error.errors.items():
+        assert isinstance(error, RemoteError)
+        assert error.remote_message == "on the cluster"
+        assert error.worker == index
+    assert ran.shown.count("ValueError: on the cluster") == 1, ran.shown
+    assert "RemoteError in workers 0-1 · %%parallel" in ran.shown
+
+
+def test_a_failed_map_keeps_the_results_before_the_failed_item(cluster_pool: ClusterPool,
+                                                               run: Run) -> None:
+    from interp_rpc import MISSING
+
+    ran = run("%parallel_map -o roots --chunksize 3 math.sqrt [1.0, 4.0, 9.0, 16.0, -1.0, 25.0]")
+    assert isinstance(ran.error, RemoteError)
+    assert ran.error.item_index == 4
+    assert InteractiveShell.instance().user_ns["roots"] == [1.0, 2.0, 3.0, 4.0, MISSING, MISSING]
+    assert "roots: the 4 results before the failed item are stored" in ran.err
+
+
+def test_status_groups_subinterpreters_by_process(cluster_pool: ClusterPool, run: Run) -> None:
+    ran = run("%parallel_status --watch 0")
+    assert ran.error is None, ran.shown
+    # Without a frontend, IPython prints the text/plain of the table.
+    for _, host, pid, _ in cluster_pool.processes():
+        assert f"{host} · process {pid}" in ran.out, ran.out
+    assert ran.out.count("idle") == 2, ran.out
+
+
+def test_profile_says_cluster_runs_are_not_profiled(cluster_pool: ClusterPool,
+                                                    run: Run) -> None:
+    run("%parallel_map math.sqrt [1.0]")
+    ran = run("%parallel_profile")
+    assert "runs on a dask cluster are not profiled" in ran.out
+    ran = run("%parallel_map --profile math.sqrt [1.0]")
+    assert isinstance(ran.error, UsageError)
+
+
+# ------------------------------------------------------------------- Ctrl-C
+
+def interrupt_when(ready: Callable[[], object], what: str) -> threading.Thread:
+    """A thread that presses Ctrl-C once ``ready()`` is true: a real SIGINT
+    to the main thread, which (unlike _thread.interrupt_main) also wakes a
+    wait on a lock, as a user's Ctrl-C does."""
+    def interrupt() -> None:
+        wait_until(ready, CLUSTER_LIMIT, what)
+        signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
+
+    thread = threading.Thread(target=interrupt)
+    thread.start()
+    return thread
+
+
+def test_ctrl_c_in_a_map_cancels_the_chunks_not_started(cluster_pool: ClusterPool, run: Run,
+                                                        tmp_path: Path) -> None:
+    marks, gate = tmp_path / "marks", tmp_path / "gate"
+    marks.mkdir()
+    total = 30
+    interrupter = interrupt_when(lambda: len(list(marks.iterdir())) == 2,
+                                 "an item running in each process")
+    try:
+        ran = run(f"%parallel_map --chunksize 1 clustertasks.block_in_item "
+                  f"[({str(marks)!r}, {str(gate)!r}, i) for i in range({total})]")
+    finally:
+        interrupter.join()
+        gate.touch()
+    assert isinstance(ran.error, KeyboardInterrupt), ran.shown
+    assert f"Interrupted: 0 of {total} items had completed" in ran.err
+    wait_until(lambda: all(w.state == "idle" for w in cluster_pool.status()), CLUSTER_LIMIT,
+               "the running items to finish")
+    assert run("%parallel_map math.sqrt [4.0]").result.result == [2.0]
+    assert len(list(marks.iterdir())) <= IN_FLIGHT_PER_SLOT * cluster_pool.workers
+
+
+# ---------------------------------------------------------- bad --dask values
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("local:0", "--dask local:N needs at least 1 process, not 0"),
+    ("local:abc", "--dask local:N needs a whole number of processes, not 'abc'"),
+    ("local:", "--dask local:N needs a whole number of processes, not ''"),
+    ("'local:-1'", "--dask local:N needs a whole number of processes, not '-1'"),
+    ('""', "--dask needs a scheduler address such as tcp://host:8786"),
+    ("local --local", "--dask and --local name different pools"),
+    ("tcp://127.0.0.1:1 -n 0", "-n/--workers must be at least 1, not 0"),
+])
+def test_a_bad_dask_value_is_a_usage_error_and_the_pool_stays(
+        cluster_pool: ClusterPool, run: Run, value: str, message: str) -> None:
+    ran = run(f"%parallel_pool --dask {value}")
+    assert isinstance(ran.error, UsageError)
+    assert message in str(ran.error)
+    assert current_pool() is cluster_pool and not cluster_pool.closed
+
+
+def test_an_unreachable_scheduler_is_named_and_the_pool_stays(cluster_pool: ClusterPool,
+                                                              run: Run) -> None:
+    address = f"tcp://127.0.0.1:{closed_port()}"
+    ran = run(f'%parallel_pool --dask "{address}" --connect-timeout 2')
+    assert isinstance(ran.error, UsageError)
+    assert f"cannot reach the dask scheduler at {address!r}" in str(ran.error)
+    assert "--connect-timeout" in str(ran.error)
+    assert "the current one (2 workers) is still in use" in ran.err
+    assert current_pool() is cluster_pool
+    assert run("%parallel_map math.sqrt [4.0]").result.result == [2.0]
+
+
+def test_a_malformed_address_is_named(cluster_pool: ClusterPool, run: Run) -> None:
+    ran = run("%parallel_pool --dask 'not an address at all'")
+    assert isinstance(ran.error, UsageError)
+    assert "'not an address at all'" in str(ran.error)
+    assert current_pool() is cluster_pool
+
+
+def test_help_describes_the_dask_options(run: Run) -> None:
+    ran = run("%parallel_pool --help")
+    assert "--dask CLUSTER" in ran.out and "local[:N]" in ran.out and "--local" in ran.out
+
+
+# ---------------------------------------------------------- switching pools
+
+def test_a_quoted_scheduler_address_is_used_and_its_cluster_left_open(
+        cluster_pool: ClusterPool, run: Run) -> None:
+    import distributed
+
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster:
+        ran = run(f"%parallel_pool --dask '{cluster.scheduler_address}' -n 2 --init {INIT!r}")
+        assert ran.error is None, ran.shown
+        pool = current_pool()
+        assert isinstance(pool, ClusterPool) and pool.workers == 2
+        assert len(pool.processes()) == 1
+        assert run("%parallel_map operator.neg range(5)").result.result == [0, -1, -2, -3, -4]
+        # The first pool's LocalCluster was the pool's own: replacing it closed it.
+        old = pids(cluster_pool)
+        wait_until(lambda: not any(alive(p) for p in old), CLUSTER_LIMIT,
+                   "the replaced LocalCluster's processes to exit")
+        assert cluster_pool.closed
+        ran = run("%parallel_pool --local -n 2")
+        assert ran.error is None, ran.shown
+        # A scheduler the user gave is theirs: it still runs its worker.
+        assert cluster.scheduler_address
+        assert len(cluster.scheduler_info["workers"]) == 1
+        assert pool.closed
+
+
+def test_switching_back_to_a_local_pool_closes_the_cluster(cluster_pool: ClusterPool,
+                                                           run: Run) -> None:
+    old = pids(cluster_pool)
+    ran = run("%parallel_pool --local -n 3")
+    assert ran.error is None, ran.shown
+    local = current_pool()
+    assert isinstance(local, InterpreterPool) and local.workers == 3
+    wait_until(lambda: not any(alive(p) for p in old), CLUSTER_LIMIT,
+               "the LocalCluster's processes to exit")
+    assert run("%parallel_map math.sqrt [9.0]").result.result == [3.0]
+    # -n alone keeps the kind of pool: still local.
+    run("%parallel_pool -n 2")
+    assert isinstance(current_pool(), InterpreterPool)
+
+
+def test_n_with_dask_sets_subinterpreters_per_process(shell: InteractiveShell,
+                                                      run: Run) -> None:
+    ran = run(f"%parallel_pool --dask local:1 -n 2 --init {INIT!r}")
+    assert ran.error is None, ran.shown
+    pool = current_pool()
+    assert isinstance(pool, ClusterPool)
+    assert [slots for *_, slots in pool.processes()] == [2]
+    ran = run("%parallel print('x')")
+    assert ran.out == "[workers 0-1]\nx\n"
+
+
+def test_unloading_the_extension_closes_the_cluster(shell: InteractiveShell,
+                                                    run: Run) -> None:
+    run(f"%parallel_pool --dask local:1 --init {INIT!r}")
+    pool = current_pool()
+    assert isinstance(pool, ClusterPool)
+    old = pids(pool)
+    shell.run_line_magic("unload_ext", "interp_rpc")
+    try:
+        assert pool.closed
+        wait_until(lambda: not any(alive(p) for p in old), CLUSTER_LIMIT,
+                   "the LocalCluster's processes to exit")
+    finally:
+        shell.run_line_magic("load_ext", "interp_rpc")
