@@ -21,7 +21,7 @@ FONT = "font-family='DejaVu Sans, Helvetica, Arial, sans-serif'"
 # Okabe-Ito colours: distinguishable with the common colour-vision deficiencies.
 COLOURS = {"interp-rpc": "#D55E00", "ipe": "#0072B2", "processes": "#009E73",
            "mp-pool": "#56B4E9", "threads": "#7F7F7F", "ipyparallel": "#CC79A7",
-           "sequential": "#000000"}
+           "anyio": "#E69F00", "sequential": "#000000"}
 
 
 class _Svg:
@@ -120,7 +120,7 @@ def _latency_rows(results: Results, cfg: Config,
     case = workers_case(cfg.workers)
     rows = []
     for contender in contenders:
-        for way, name in (("submit", "submit→result"), ("call", "call")):
+        for way, name in (("submit", contender.submit_way), ("call", "call")):
             p50 = results.get(("latency", case, contender.key, f"{way}_p50_us"))
             p99 = results.get(("latency", case, contender.key, f"{way}_p99_us"))
             if p50 is not None and p99 is not None:

@@ -6,11 +6,12 @@ the measures are written once, whatever runs underneath.
 
 This module is imported by ready_probe.py before it starts its clock, so it
 imports nothing that a contender's init would import (json, decimal), and
-ipyparallel only when that contender is used.
+ipyparallel and anyio only when that contender is used.
 """
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 import multiprocessing.pool
 import os
@@ -28,6 +29,7 @@ from typing import Any, ClassVar
 
 import workloads
 
+from harness.sampling import Sampling, sample_blocking
 from interp_rpc import InterpreterPool
 
 # Both process contenders use forkserver: the safe default on Linux since 3.14
@@ -69,6 +71,11 @@ class Session(ABC):
     def map(self, fn: Callable[..., Any], items: list[Any], chunksize: int | None) -> list[Any]:
         """The contender's own map, with its default chunking when chunksize is None."""
 
+    def submit_latency_us(self, identity: Callable[[int], int], plan: Sampling) -> list[float]:
+        """Sorted microseconds of single calls ``identity(i)``, one at a time, each
+        submitted then waited for, the way this contender's users make one call."""
+        return sample_blocking(functools.partial(self.submit_result, identity), plan)
+
     @abstractmethod
     def close(self) -> None: ...
 
@@ -77,6 +84,8 @@ class Contender(ABC):
     key: ClassVar[str]  # the name --only takes and the JSON uses
     label: ClassVar[str]  # for tables
     short: ClassVar[str]  # for the chart
+    # How its users make one call and wait for it (the latency's first way).
+    submit_way: ClassVar[str] = "submit→result"
     # Metric (or whole measure) -> why it does not apply to this contender.
     not_applicable: ClassVar[Mapping[str, str]] = {}
     # Calls take milliseconds (ipyparallel): the measures take fewer samples.
@@ -372,7 +381,8 @@ class Ipyparallel(Contender):
         self._cluster = self._client = None
 
 
-DEFAULT_KEYS = ("sequential", "threads", "interp-rpc", "ipe", "processes", "mp-pool")
+ANYIO_KEY = "anyio"
+DEFAULT_KEYS = ("sequential", "threads", "interp-rpc", "ipe", ANYIO_KEY, "processes", "mp-pool")
 ALL_KEYS = (*DEFAULT_KEYS, "ipyparallel")
 
 
@@ -382,4 +392,10 @@ def make_contender(key: str, max_workers: int) -> Contender:
         c.key: c for c in (Sequential, Threads, InterpRpc, StdlibInterpreters, Processes, MpPool)}
     if key == Ipyparallel.key:
         return Ipyparallel(max_workers)
+    if key == ANYIO_KEY:
+        # Imported here, not at the top: the ready probe of every other
+        # contender must not pay for importing anyio.
+        from harness.anyio_contender import AnyioInterpreters
+
+        return AnyioInterpreters()
     return simple[key]()

@@ -21,7 +21,6 @@ import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import workloads
 
@@ -29,11 +28,11 @@ from harness.config import Config, MiB
 from harness.contenders import CallLost, Contender, InterpRpcSession, Sequential, Session
 from harness.interference import metered
 from harness.results import INTERFERENCE, Run, percentile
+from harness.sampling import Sampling, sample_blocking
 
 PROBE = Path(__file__).resolve().parents[1] / "ready_probe.py"
 PAYLOAD_KINDS = ("bytes", "bytearray", "memoryview")
 SESSION_MEASURES = ("latency", "map", "payload")
-MIN_LATENCY_SAMPLES = 100
 HUNG_EXIT_CODE = 3
 
 Payload = bytes | bytearray | memoryview
@@ -228,44 +227,19 @@ def _session_measures(cfg: Config, contender: Contender, case: str,
 def _measure_latency(cfg: Config, contender: Contender, session: Session, case: str,
                      run: Run) -> None:
     """p50 and p99 of one tiny call, submitted and waited for, one at a time."""
+    plan = Sampling(cfg.latency_warmup, cfg.latency_calls, cfg.latency_budget_s)
     for way in ("submit", "call"):
         metrics = (f"{way}_p50_us", f"{way}_p99_us")
         if any([_not_applicable(run, contender, "latency", case, m) for m in metrics]):
             continue
-        samples = _latency_samples(_one_call(session, way), cfg)
+        if way == "call":
+            assert isinstance(session, InterpRpcSession)
+            samples = sample_blocking(functools.partial(session.call, workloads.identity), plan)
+        else:
+            samples = session.submit_latency_us(workloads.identity, plan)
         run.put(("latency", case, contender.key, metrics[0]), percentile(samples, 0.50))
         run.put(("latency", case, contender.key, metrics[1]), percentile(samples, 0.99))
         run.put(("latency", case, contender.key, f"{way}_samples"), len(samples))
-
-
-def _one_call(session: Session, way: str) -> Callable[[int], Any]:
-    """identity(i) through the session: submit then result, or interp-rpc's call."""
-    if way == "call":
-        assert isinstance(session, InterpRpcSession)
-        return functools.partial(session.call, workloads.identity)
-    return functools.partial(session.submit_result, workloads.identity)
-
-
-def _latency_samples(one_call: Callable[[int], Any], cfg: Config) -> list[float]:
-    """Sorted call times in microseconds, after a warm-up.
-
-    Sampling stops at cfg.latency_calls, or after cfg.latency_budget_s once
-    MIN_LATENCY_SAMPLES are in, so a millisecond-per-call contender does not
-    stretch the run.
-    """
-    for i in range(cfg.latency_warmup):
-        _expect(one_call(i), i, "identity")
-    samples: list[float] = []
-    deadline = time.perf_counter_ns() + int(cfg.latency_budget_s * 1e9)
-    for i in range(cfg.latency_calls):
-        started = time.perf_counter_ns()
-        result = one_call(i)
-        finished = time.perf_counter_ns()
-        _expect(result, i, "identity")
-        samples.append((finished - started) / 1e3)
-        if finished > deadline and len(samples) >= MIN_LATENCY_SAMPLES:
-            break
-    return sorted(samples)
 
 
 def _measure_map(cfg: Config, contender: Contender, session: Session, case: str,

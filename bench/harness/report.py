@@ -1,4 +1,4 @@
-"""The markdown report: one table per measure, then the issue's targets.
+"""The markdown report: one table per measure, then the issues' targets.
 
 With several runs each cell is "median (min-max)". Cells without a number say
 why in a footnote under their table: n/a (does not apply), fails (the
@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from harness.config import Config
-from harness.contenders import Contender
+from harness.contenders import ANYIO_KEY, Contender
 from harness.measures import PAYLOAD_KINDS, payload_case, workers_case
 from harness.results import INTERFERENCE, Key, Results, Summary
 
@@ -75,6 +75,11 @@ def _with_spread(summary: Summary, suffix: str, runs: int) -> str:
     return text
 
 
+def _anyio_note(contenders: list[Contender], note: str) -> str:
+    """How anyio was driven, when it is in the table: it has no pool API."""
+    return note if any(c.key == ANYIO_KEY for c in contenders) else ""
+
+
 def _cpu_table(results: Results, cfg: Config, contenders: list[Contender]) -> str:
     cases = [workers_case(w) for w in cfg.cpu_workers]
     table = _Table(results, ["contender", *cases])
@@ -103,7 +108,9 @@ def _latency_table(results: Results, cfg: Config, contenders: list[Contender]) -
     return table.render(
         "2. Tiny-call latency (lower is better)",
         f"`identity(i)` one call at a time on a warm pool of W={cfg.workers}: up to "
-        f"{cfg.latency_calls:,} calls after {cfg.latency_warmup} warm-up calls.")
+        f"{cfg.latency_calls:,} calls after {cfg.latency_warmup} warm-up calls."
+        + _anyio_note(contenders, " anyio: `await run_sync(identity, i)` timed inside its "
+                      "event loop, as async code calls it."))
 
 
 def _map_table(results: Results, cfg: Config, contenders: list[Contender]) -> str:
@@ -115,7 +122,11 @@ def _map_table(results: Results, cfg: Config, contenders: list[Contender]) -> st
     return table.render(
         "3. Tiny-task map throughput (higher is better)",
         f"{cfg.map_items:,} `identity` calls through each contender's own map on W={cfg.workers}"
-        " (interp-rpc: `pool.map`; executors: `list(ex.map(...))`; mp.Pool: `pool.map`).")
+        " (interp-rpc: `list(pool.map(...))`, lazy like Executor.map; executors: "
+        "`list(ex.map(...))`; mp.Pool: `pool.map`)."
+        + _anyio_note(contenders, " anyio has no map: a task group of W tasks, sharing a "
+                      "`CapacityLimiter(W)`, awaits one `run_sync` per item (one task per item "
+                      "would make anyio create an interpreter per item)."))
 
 
 def _payload_table(results: Results, cfg: Config, contenders: list[Contender]) -> str:
@@ -129,7 +140,9 @@ def _payload_table(results: Results, cfg: Config, contenders: list[Contender]) -
         "4. Large-payload round trip, ms per call (lower is better)",
         f"`payload_len(arg)` returns `len(arg)`, so the payload crosses one way; "
         f"W={cfg.workers}, median of {_plural(cfg.payload_repeats, 'call')} after one warm-up "
-        "call. The memoryview is a view of the bytes object.")
+        "call. The memoryview is a view of the bytes object."
+        + _anyio_note(contenders, " anyio: one `run_sync` per call, sent from the caller's "
+                      "thread through a blocking portal into its event loop."))
 
 
 def _ready_table(results: Results, cfg: Config, contenders: list[Contender]) -> str:
@@ -172,77 +185,90 @@ def tables(results: Results, cfg: Config, contenders: list[Contender]) -> str:
 
 # ------------------------------------------------------------------ targets
 
+# The CPU speedup issue 10 asks for, per worker (on a quiet machine).
+CPU_EFFICIENCY = 0.95
+
 
 @dataclass(frozen=True)
 class Target:
     measure: str
     target: str
+    issue: int  # the issue that set it
     observed: str
     verdict: str  # "PASS", "MISS" or "n/a"
 
 
-def _ratio(results: Results, name: str, goal: str, ours: Key, theirs: Key, unit: str,
-           passes: Callable[[float], bool]) -> Target:
+def _ratio(results: Results, name: str, goal: str, issue: int, ours: Key, theirs: Key,
+           unit: str, passes: Callable[[float], bool]) -> Target:
     mine, peer = results.median(ours), results.median(theirs)
     if mine is None or peer is None:
         missing = ours if mine is None else theirs
-        return Target(name, goal, f"{missing[2]} not measured ({missing[0]}, {missing[1]})",
-                      "n/a")
+        return Target(name, goal, issue,
+                      f"{missing[2]} not measured ({missing[0]}, {missing[1]})", "n/a")
     ratio = mine / peer
     observed = f"{fmt(mine)} {unit} vs {fmt(peer)} {unit}: ratio {ratio:.3g}"
-    return Target(name, goal, observed, "PASS" if passes(ratio) else "MISS")
+    return Target(name, goal, issue, observed, "PASS" if passes(ratio) else "MISS")
 
 
 def _cpu_targets(results: Results, cfg: Config, contenders: list[Contender]) -> list[Target]:
     case = workers_case(cfg.workers)
-    name, at_least = f"CPU speedup, {case}", f"≥ 1.8{TIMES}"
+    name = f"CPU speedup, {case}"
+    least = CPU_EFFICIENCY * cfg.workers
+    at_least = f"≥ {CPU_EFFICIENCY:g} {TIMES} workers = {least:.2f}{TIMES}"
     ours = results.median(("cpu", case, "interp-rpc", "speedup"))
     if ours is None:
-        return [Target(name, goal, "not measured", "n/a") for goal in (at_least, "≥ every peer")]
-    absolute = Target(name, at_least, f"{ours:.2f}{TIMES}", "PASS" if ours >= 1.8 else "MISS")
+        return [Target(name, at_least, 10, "not measured", "n/a"),
+                Target(name, "≥ every peer", 4, "not measured", "n/a")]
+    absolute = Target(name, at_least, 10, f"{ours:.2f}{TIMES}",
+                      "PASS" if ours >= least else "MISS")
     peers = {c.short: results.median(("cpu", case, c.key, "speedup")) for c in contenders
              if c.key not in ("interp-rpc", "sequential")}
     measured = {name: value for name, value in peers.items() if value is not None}
     if not measured:
-        return [absolute, Target(name, "≥ every peer", "no peer measured", "n/a")]
+        return [absolute, Target(name, "≥ every peer", 4, "no peer measured", "n/a")]
     best = max(measured, key=lambda name: measured[name])
-    relative = Target(name, "≥ every peer",
+    relative = Target(name, "≥ every peer", 4,
                       f"{ours:.2f}{TIMES} vs best peer {best} {measured[best]:.2f}{TIMES}",
                       "PASS" if ours >= measured[best] else "MISS")
     return [absolute, relative]
 
 
 def targets(results: Results, cfg: Config, contenders: list[Contender]) -> list[Target]:
-    """The issue's targets, as ratios of this run's medians (W = cfg.workers)."""
+    """Issues 10's targets, and those of issue 4 it did not replace, as ratios
+    of this run's medians at W = cfg.workers."""
     case = workers_case(cfg.workers)
     ipe_submit = ("latency", case, "ipe", "submit_p50_us")
+    our_map = ("map", case, "interp-rpc", "items_per_s")
+    map_name = f"map of {cfg.map_items:,} tiny items"
     big = payload_case("bytes", 16 << 20)
     return [
-        _ratio(results, "call p50", "≤ 1/5 of InterpreterPoolExecutor submit→result",
+        _ratio(results, "call p50", "≤ 1/20 of InterpreterPoolExecutor submit→result", 10,
                ("latency", case, "interp-rpc", "call_p50_us"), ipe_submit, "µs",
-               lambda r: r <= 1 / 5),
-        _ratio(results, "submit→result p50", "≤ 1/5 of InterpreterPoolExecutor",
+               lambda r: r <= 1 / 20),
+        _ratio(results, "submit→result p50", "≤ 1/5 of InterpreterPoolExecutor", 4,
                ("latency", case, "interp-rpc", "submit_p50_us"), ipe_submit, "µs",
                lambda r: r <= 1 / 5),
-        _ratio(results, f"map of {cfg.map_items:,} tiny tasks",
-               f"≥ 10{TIMES} InterpreterPoolExecutor", ("map", case, "interp-rpc", "items_per_s"),
-               ("map", case, "ipe", "items_per_s"), "items/s", lambda r: r >= 10),
+        _ratio(results, map_name, "≥ multiprocessing.Pool.map, default chunking", 10,
+               our_map, ("map", case, "mp-pool", "items_per_s"), "items/s", lambda r: r >= 1),
+        _ratio(results, map_name, f"≥ 1000{TIMES} InterpreterPoolExecutor", 10,
+               our_map, ("map", case, "ipe", "items_per_s"), "items/s", lambda r: r >= 1000),
         *_cpu_targets(results, cfg, contenders),
-        _ratio(results, "16 MiB bytes argument", "≤ 1/10 of InterpreterPoolExecutor",
+        _ratio(results, "16 MiB bytes argument", "≤ 1/10 of InterpreterPoolExecutor", 4,
                ("payload", big, "interp-rpc", "ms"), ("payload", big, "ipe", "ms"), "ms",
                lambda r: r <= 1 / 10),
-        _ratio(results, "pool ready with init", "≤ InterpreterPoolExecutor",
+        _ratio(results, "pool ready with init", "≤ InterpreterPoolExecutor", 10,
                ("ready", case, "interp-rpc", "ms"), ("ready", case, "ipe", "ms"), "ms",
                lambda r: r <= 1),
     ]
 
 
 def targets_table(found: list[Target], runs: int) -> str:
-    lines = ["| measure | target | this run | verdict |", "|---|---|---|---|"]
-    lines += [f"| {t.measure} | {t.target} | {t.observed} | **{t.verdict}** |" for t in found]
+    lines = ["| measure | target | issue | this run | verdict |", "|---|---|---|---|---|"]
+    lines += [f"| {t.measure} | {t.target} | {t.issue} | {t.observed} | **{t.verdict}** |"
+              for t in found]
     basis = f"medians over {runs} runs" if runs > 1 else "one run"
     return "\n".join([
-        "### Targets (issue 4)", "",
+        "### Targets (issues 10 and 4)", "",
         f"interp-rpc against its peers on the same machine, as ratios of {basis}.", "",
         *lines]) + "\n"
 
