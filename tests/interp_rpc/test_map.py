@@ -242,3 +242,25 @@ def test_map_timeout_reports_progress_and_cancels_the_rest(
 def test_map_timeout_argument_is_checked(module_pool: InterpreterPool) -> None:
     with pytest.raises(ValueError, match="timeout must be a non-negative number"):
         list(module_pool.map("pooltasks.square", [1], timeout=-1))
+
+
+@pytest.mark.parametrize("errors", ["raise", "collect"])
+def test_a_failing_items_traceback_starts_in_the_target(
+        module_pool: InterpreterPool, tmp_path: Path, errors: str) -> None:
+    ready = tmp_path / "ready"
+    ready.touch()
+    items = [("ok", 0), ("ok", 1), ("fail_after", str(ready), "boom"), ("ok", 3)]
+    if errors == "raise":
+        with pytest.raises(RemoteError) as caught:
+            list(module_pool.map("pooltasks.map_item", items, chunksize=4))
+        failure = caught.value
+    else:
+        failure = module_pool._map("pooltasks.map_item", (items,), chunksize=4,
+                                   errors="collect")[2]
+    assert isinstance(failure, RemoteError)
+    assert failure.item_index == 2
+    frames = [line for line in failure.remote_traceback.splitlines()
+              if line.lstrip().startswith("File ")]
+    # The map's own machinery (the chunk loop, the stop check) is not shown.
+    assert "pooltasks.py" in frames[0], failure.remote_traceback
+    assert not any("/interp_rpc/_" in frame for frame in frames), failure.remote_traceback
