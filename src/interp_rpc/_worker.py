@@ -302,18 +302,20 @@ def _run_chunk(
     more than an item of a tiny-item map."""
     results: list[Any] = []
     append = results.append
-    index = 0
     try:
         if stop is None:
-            for index, item in enumerate(items):
+            for item in items:
                 append(fn(*item) if star else fn(item))
         else:
-            for index, item in enumerate(items):
+            for item in items:
                 if stop[0]:
-                    raise MapStopped(f"the map was stopped before item {first_index + index}")
+                    raise MapStopped(
+                        f"the map was stopped before item {first_index + len(results)}")
                 append(fn(*item) if star else fn(item))
     except BaseException as exc:
-        return results, index, wire.dumps(wire.describe_exception(exc, skip_frames=own_frames))
+        # Every item before the failing one appended its result.
+        return results, len(results), wire.dumps(
+            wire.describe_exception(exc, skip_frames=own_frames))
     return results, -1, None
 
 
