@@ -102,25 +102,32 @@ def _normalize_path(target: str) -> tuple[TargetSpec, str]:
     return ("path", path), path
 
 
+#: What a callable's __self__ may be while a worker can still import it by
+#: name: a class (classmethods) or a module (builtins such as math.sqrt).
+_OWNERS_OF_PLAIN_FUNCTIONS = (type, types.ModuleType)
+
+
 def normalize(target: object) -> tuple[TargetSpec, str]:
     """(spec for the worker, display name), or TargetResolutionError."""
     if isinstance(target, str):
         return _normalize_path(target)
     if isinstance(target, Normalized):
         return target.spec, target.name
-    if not callable(target):
-        raise TargetResolutionError(
-            f"target must be a callable or a dotted path string, not {type(target).__name__}",
-            target=repr(target),
-        )
-    owner = getattr(target, "__self__", None)
-    if owner is not None and not isinstance(owner, type | types.ModuleType):
-        spec = _bound_method(target)
-        if spec is not None:
-            return spec, describe(target)
+    if type(target) is not types.FunctionType:  # plain functions have no owner to check
+        if not callable(target):
+            raise TargetResolutionError(
+                f"target must be a callable or a dotted path string, not {type(target).__name__}",
+                target=repr(target),
+            )
+        owner = getattr(target, "__self__", None)
+        if owner is not None and not isinstance(owner, _OWNERS_OF_PLAIN_FUNCTIONS):
+            spec = _bound_method(target)
+            if spec is not None:
+                return spec, describe(target)
+    name = describe(target)
     if getattr(target, "__module__", None) == "__main__" and main_module_spec() is None:
-        return _by_value(target), describe(target)
-    return ("path", _reference_of(target)), describe(target)
+        return _by_value(target), name
+    return ("path", _reference_of(target, name)), name
 
 
 def _bound_method(method: Callable[..., Any]) -> TargetSpec | None:
@@ -179,8 +186,9 @@ def _cell_source(code: types.CodeType) -> str:
     return "".join(linecache.getlines(filename))
 
 
-def _reference_of(fn: Callable[..., Any]) -> str:
-    name = describe(fn)
+def _reference_of(fn: Callable[..., Any], name: str) -> str:
+    """The dotted path a worker imports ``fn`` by (``name`` is describe(fn)),
+    or why it has none."""
     closure = getattr(fn, "__closure__", None)
     if closure is not None:
         free = ", ".join(getattr(getattr(fn, "__code__", None), "co_freevars", ())) or "?"
@@ -214,7 +222,7 @@ def _reference_of(fn: Callable[..., Any]) -> str:
             failed_part="<locals>",
         )
     owner = getattr(fn, "__self__", None)
-    if owner is not None and not isinstance(owner, type | types.ModuleType):
+    if owner is not None and not isinstance(owner, _OWNERS_OF_PLAIN_FUNCTIONS):
         raise TargetResolutionError(
             f"target {name!r} is a method bound to a {type(owner).__name__} instance, and "
             "instances are not targets; call a module-level function that takes the data "
