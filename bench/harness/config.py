@@ -23,6 +23,8 @@ class Config:
     latency_calls: int
     latency_budget_s: float  # stop sampling after this long (slow contenders)
     map_items: int
+    map_repeats: int  # maps timed per contender and chunking: the median counts
+    map_budget_s: float  # stop repeating after this long, once one map is in
     payload_sizes: tuple[int, ...]
     payload_repeats: int
     ready_repeats: int
@@ -47,13 +49,15 @@ def make_config(*, quick: bool, runs: int, contenders: tuple[str, ...],
             quick=True, runs=runs, contenders=contenders, workers=workers,
             cpu_workers=tuple(range(1, min(2, cores) + 1)), prime_limit=60_000,
             cpu_repeats=2, warm_seconds=0.02, latency_warmup=20, latency_calls=200,
-            latency_budget_s=1.0, map_items=2_000, payload_sizes=(MiB,), payload_repeats=2,
+            latency_budget_s=1.0, map_items=2_000, map_repeats=3, map_budget_s=0.5,
+            payload_sizes=(MiB,), payload_repeats=2,
             ready_repeats=1, ready_timeout_s=60.0, call_timeout_s=10.0,
             hang_timeout_s=90.0)
     return Config(
         quick=False, runs=runs, contenders=contenders, workers=workers,
         cpu_workers=tuple(range(1, cores + 1)), prime_limit=300_000, cpu_repeats=4,
         warm_seconds=0.05, latency_warmup=200, latency_calls=3_000, latency_budget_s=4.0,
-        map_items=20_000, payload_sizes=(MiB, 16 * MiB, 128 * MiB), payload_repeats=3,
+        map_items=20_000, map_repeats=9, map_budget_s=2.0,
+        payload_sizes=(MiB, 16 * MiB, 128 * MiB), payload_repeats=3,
         ready_repeats=3, ready_timeout_s=120.0, call_timeout_s=60.0,
         hang_timeout_s=600.0)

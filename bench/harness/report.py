@@ -121,7 +121,8 @@ def _map_table(results: Results, cfg: Config, contenders: list[Contender]) -> st
                                       for metric in ("items_per_s", "items_per_s_chunksize1"))])
     return table.render(
         "3. Tiny-task map throughput (higher is better)",
-        f"{cfg.map_items:,} `identity` calls through each contender's own map on W={cfg.workers}"
+        f"{cfg.map_items:,} `identity` calls through each contender's own map on W={cfg.workers};"
+        f" the median of up to {cfg.map_repeats} maps, fewer once {cfg.map_budget_s:g} s is spent"
         " (interp-rpc: `list(pool.map(...))`, lazy like Executor.map; executors: "
         "`list(ex.map(...))`; mp.Pool: `pool.map`)."
         + _anyio_note(contenders, " anyio has no map: a task group of W tasks, sharing a "

@@ -34,6 +34,8 @@ UNITS = {
     "call_samples": "calls",
     "items_per_s": "items/s",
     "items_per_s_chunksize1": "items/s",
+    "items_per_s_maps": "maps",
+    "items_per_s_chunksize1_maps": "maps",
     "ms": "ms",
     "others_cpu_pct": "%",
 }
