@@ -30,7 +30,7 @@ from interp_rpc._errors import (
 from interp_rpc._futures import CallFuture
 from interp_rpc._map import MapRun
 from interp_rpc._profiling import ProfileRecorder, ProfileSession
-from interp_rpc._records import CallRecord, PoolStats, WorkerStatus
+from interp_rpc._records import CallRecord, EngineRecord, PoolStats, WorkerStatus
 from interp_rpc._validation import check_timeout, check_workers
 
 __all__ = ["CallRecord", "InterpreterPool", "PoolStats", "WorkerStatus"]
@@ -276,10 +276,7 @@ class InterpreterPool(Executor):
         polling with the largest ``seq`` seen so far returns every record
         exactly once.
         """
-        return [CallRecord(seq=r["seq"], id=r["id"], worker=r["worker"], target=r["target"],
-                           item_index=r["item_index"], item_count=r["item_count"],
-                           outcome=r["outcome"], **r["timing"])
-                for r in self._engine.records(after)]
+        return [EngineRecord._make(r).public() for r in self._engine.records(after)]
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "broken" if self.broken else "open"

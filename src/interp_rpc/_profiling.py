@@ -16,6 +16,7 @@ from interp_rpc import _profile as model
 from interp_rpc import _wire, _worker_profiling
 from interp_rpc._engine import _core
 from interp_rpc._errors import InterpRpcError
+from interp_rpc._records import EngineRecord
 
 if TYPE_CHECKING:
     from interp_rpc._pool import InterpreterPool
@@ -142,9 +143,10 @@ class ProfileSession:
                     profile.function_overhead_ns += int(outcome["overhead_ns"])
         # The engine's records as they are: CallRecord leaves out the reply kind.
         logged = self._pool._engine.records(self._log_position)
-        if logged and logged[0]["seq"] > self._log_position + 1:
-            profile.lost_records = logged[0]["seq"] - self._log_position - 1
-        mine = [r for r in logged if self._first_id <= r["id"] <= last_id]
+        if logged and EngineRecord._make(logged[0]).seq > self._log_position + 1:
+            profile.lost_records = EngineRecord._make(logged[0]).seq - self._log_position - 1
+        mine = [record for r in logged
+                if self._first_id <= (record := EngineRecord._make(r)).id <= last_id]
         self._read_abandoned()
         marks, timed_out = self.marks, self.timed_out
         running_now = [self._running(w.call_id, w.index, w.target or "?", w.item_index,
@@ -153,23 +155,23 @@ class ProfileSession:
 
         def build() -> list[model.ItemRecord]:
             records = [item for r in mine
-                       for item in _items_of(r, marks.get(r["id"]), timed_out.get(r["id"]))]
+                       for item in _items_of(r, marks.get(r.id), timed_out.get(r.id))]
             records += running_now
             records.sort(key=lambda r: (r.started_ns or r.enqueued_ns, r.worker))
             return records
 
         profile.pending = build
         groups = sum(len(m) // 2 for r in mine
-                     if (m := marks.get(r["id"], (None, -1))[0]) is not None)
+                     if (m := marks.get(r.id, (None, -1))[0]) is not None)
         profile.item_timing_overhead_ns = int(groups * clock_read_ns())
         # The timeline spans the work: from the first request's pickling to
         # the last item's end (the whole session when nothing ran).
-        ran = [r["timing"] for r in mine if r["timing"]["started_ns"] > 0]
-        ran += [{"submitted_ns": r.started_ns, "finished_ns": r.finished_ns}
-                for r in running_now]
-        if ran:
-            profile.start_ns = min(t["submitted_ns"] or t["started_ns"] for t in ran)
-            profile.end_ns = max(t["finished_ns"] for t in ran)
+        spans = [(r.submitted_ns or r.started_ns, r.finished_ns) for r in mine
+                 if r.started_ns > 0]
+        spans += [(r.started_ns, r.finished_ns) for r in running_now]
+        if spans:
+            profile.start_ns = min(start for start, _ in spans)
+            profile.end_ns = max(end for _, end in spans)
         else:
             profile.end_ns = end_ns
         profile.recording = False
@@ -222,38 +224,37 @@ class ProfileSession:
         return outcomes
 
 
-def _items_of(r: dict[str, Any], marks: tuple[list[int] | None, int] | None,
+def _items_of(r: EngineRecord, marks: tuple[list[int] | None, int] | None,
               gave_up_ns: int | None) -> list[model.ItemRecord]:
     """The ItemRecords of one request, from the engine's record of it.
     ``gave_up_ns``: when the caller stopped waiting for it, if it did."""
-    t = r["timing"]
-    first, count = r["item_index"], r["item_count"]
-    outcome = _OUTCOMES.get(r["outcome"], model.OK)
+    first, count = r.item_index, r.item_count
+    outcome = _OUTCOMES.get(r.outcome, model.OK)
     item_times, failed = marks if marks is not None else (None, -1)
     if outcome == model.OK:
-        if gave_up_ns is not None and (item_times is None or r["item_index"] is None):
+        if gave_up_ns is not None and (item_times is None or r.item_index is None):
             outcome = model.TIMED_OUT
         elif failed >= 0 and count == 1:  # a chunk of one item, not timed: its item failed
             outcome = model.FAILED
-        elif r["reply_kind"] == _wire.RESULT_UNSHAREABLE:
+        elif r.reply_kind == _wire.RESULT_UNSHAREABLE:
             outcome = model.UNSHAREABLE
-        elif r["reply_kind"] != _wire.RETURNED:
+        elif r.reply_kind != _wire.RETURNED:
             outcome = model.FAILED
-    ran = t["started_ns"] > 0 and outcome not in (model.CANCELLED, model.NOT_RUN)
+    ran = r.started_ns > 0 and outcome not in (model.CANCELLED, model.NOT_RUN)
 
     def record(item: int | None, n: int, outcome: str, start: int, end: int,
                group: int) -> model.ItemRecord:
         return model.ItemRecord(
-            call_id=r["id"], worker=r["worker"], target=r["target"], item=item, count=n,
-            outcome=outcome, enqueued_ns=t["enqueued_ns"], started_ns=start, finished_ns=end,
-            group=group, request_items=count, serialize_ns=t["serialize_ns"],
-            deserialize_ns=t["deserialize_ns"], result_serialize_ns=t["result_serialize_ns"],
-            request_started_ns=t["started_ns"])
+            call_id=r.id, worker=r.worker, target=r.target, item=item, count=n,
+            outcome=outcome, enqueued_ns=r.enqueued_ns, started_ns=start, finished_ns=end,
+            group=group, request_items=count, serialize_ns=r.serialize_ns,
+            deserialize_ns=r.deserialize_ns, result_serialize_ns=r.result_serialize_ns,
+            request_started_ns=r.started_ns)
 
     if not ran:
         return [record(first, count, outcome, 0, 0, 1)]
     if first is None or item_times is None:
-        return [record(first, count, outcome, t["started_ns"], t["finished_ns"], count)]
+        return [record(first, count, outcome, r.started_ns, r.finished_ns, count)]
     spans = _worker_profiling.item_spans(item_times)
     groups = _worker_profiling.group_spans(item_times)
 

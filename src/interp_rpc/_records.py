@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,37 @@ class CallRecord:
     serialize_ns: int
     deserialize_ns: int
     result_serialize_ns: int
+
+
+class EngineRecord(NamedTuple):
+    """A call record as the engine hands it over: a plain tuple whose fields
+    are in ``_core.RECORD_FIELDS`` order (cheap to build for a whole log).
+    CallRecord is its public form; the profiler also reads ``reply_kind``."""
+
+    seq: int
+    id: int
+    worker: int
+    target: str
+    item_index: int | None
+    item_count: int
+    outcome: str
+    reply_kind: int
+    submitted_ns: int
+    enqueued_ns: int
+    started_ns: int
+    finished_ns: int
+    serialize_ns: int
+    deserialize_ns: int
+    result_serialize_ns: int
+
+    def public(self) -> CallRecord:
+        return CallRecord(
+            seq=self.seq, id=self.id, worker=self.worker, target=self.target,
+            item_index=self.item_index, item_count=self.item_count, outcome=self.outcome,
+            submitted_ns=self.submitted_ns, enqueued_ns=self.enqueued_ns,
+            started_ns=self.started_ns, finished_ns=self.finished_ns,
+            serialize_ns=self.serialize_ns, deserialize_ns=self.deserialize_ns,
+            result_serialize_ns=self.result_serialize_ns)
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,8 @@ import pytest
 from support import Gates, MakePool, states, wait_until
 
 from interp_rpc import CallRecord, InterpreterPool, PoolStats, RemoteError, WorkerStatus
+from interp_rpc._engine import _core
+from interp_rpc._records import EngineRecord
 from interp_rpc.testing import kill_worker
 
 
@@ -272,3 +274,9 @@ def test_status_names_the_running_call_by_id(pool: InterpreterPool, gates: Gates
     wait_until(lambda: pool.status()[busy.index].call_id is None)
     (record,) = [r for r in pool.call_records() if r.id == busy.call_id]
     assert (record.target, record.worker) == ("pooltasks.block", busy.index)
+
+
+def test_the_engines_record_fields_are_read_by_name_in_their_order() -> None:
+    # The engine hands records over as plain tuples (cheap for a whole log);
+    # EngineRecord names their fields, in the order the engine defines.
+    assert EngineRecord._fields == _core.RECORD_FIELDS
