@@ -14,11 +14,10 @@ the worker reads before every item), and, when asked, where output goes
 item is collected instead of ending the map (``errors="collect"``).
 
 Chunks are encoded and sent one at a time, so workers start on the first
-while the caller encodes the rest. Unless ``chunksize`` is given, chunk sizes
-grow from a few items, and adapt to the item cost measured on the chunks that
-have finished: a chunk aims at about ``_CHUNK_TARGET_NS`` of work, without
-dropping below ``_CHUNKS_PER_WORKER`` chunks per worker, so the load stays
-balanced.
+while the caller encodes the rest. Unless ``chunksize`` is given, a
+ChunkSizer picks each chunk's size from the item cost measured on the chunks
+that have finished, without dropping below ``_CHUNKS_PER_WORKER`` chunks per
+worker, so the load stays balanced.
 """
 
 from __future__ import annotations
@@ -32,6 +31,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from interp_rpc import _replies, _targets, _wire
+from interp_rpc._chunk_sizer import ChunkSizer
 from interp_rpc._errors import MISSING, CallTimeoutError, RemoteError
 from interp_rpc._validation import check_buffersize, check_chunksize, check_timeout
 
@@ -40,8 +40,6 @@ if TYPE_CHECKING:
     from interp_rpc._pool import InterpreterPool
 
 _CHUNKS_PER_WORKER = 8  # at least this many chunks per worker, for balance
-_FIRST_CHUNK = 4  # items in the first adaptive chunk: workers start at once
-_CHUNK_TARGET_NS = 5_000_000  # worker time an adaptive chunk aims at
 
 
 class MapRun:
@@ -84,8 +82,8 @@ class MapRun:
         self._pending: collections.deque[tuple[int, int, _core.CallHandle]] = collections.deque()
         self._in_flight = 0  # items in pending chunks
         self._done = 0  # items whose results were yielded
-        self._item_ns: float | None = None  # measured worker time per item
-        self._last_size = 0
+        self._sizer = ChunkSizer(self._balanced_size())
+        self._measured_id = 0  # the last chunk whose cost the sizer has seen
         self._collect = errors == "collect"
         self._output = output
         # Set to 1 to stop the running chunks before their next item.
@@ -109,13 +107,7 @@ class MapRun:
         return max(1, math.ceil(self._buffersize / workers))
 
     def _next_size(self) -> int:
-        if self._chunksize is not None:
-            size = self._chunksize
-        else:
-            grown = max(_FIRST_CHUNK, self._last_size * 2)
-            size = min(grown, self._balanced_size())
-            if self._item_ns is not None:
-                size = min(size, max(1, int(_CHUNK_TARGET_NS / max(self._item_ns, 1.0))))
+        size = self._chunksize if self._chunksize is not None else self._sizer.next_size()
         if self._buffersize is not None:
             size = min(size, self._buffersize - self._in_flight)
         return max(size, 1)
@@ -147,18 +139,20 @@ class MapRun:
             handle = pool._submit(encoded, item_index=start, item_count=len(chunk))
             self._pending.append((start, len(chunk), handle))
             self._in_flight += len(chunk)
-            self._last_size = len(chunk)
 
     def _measure_finished(self) -> None:
         """Learn the item cost from the oldest chunk, once it has finished."""
-        if self._chunksize is not None or not self._pending:
+        if self._pending and self._pending[0][2].done:
+            _, count, handle = self._pending[0]
+            self._measure(handle, count)
+
+    def _measure(self, handle: _core.CallHandle, count: int) -> None:
+        """Tell the sizer what a finished chunk cost, once per chunk."""
+        if self._chunksize is not None or handle.id <= self._measured_id:
             return
-        _, count, handle = self._pending[0]
-        if handle.done:
-            timing = handle.timing
-            run = timing["finished_ns"] - timing["started_ns"]
-            if run > 0:
-                self._item_ns = run / count
+        self._measured_id = handle.id
+        timing = handle.timing
+        self._sizer.observe(timing["finished_ns"] - timing["started_ns"], count)
 
     # ------------------------------------------------------------ collecting
 
@@ -188,9 +182,7 @@ class MapRun:
                 self._in_flight -= count
                 handle.claim()
                 handle.release()
-                timing = handle.timing
-                if self._chunksize is None and timing["finished_ns"] > timing["started_ns"]:
-                    self._item_ns = (timing["finished_ns"] - timing["started_ns"]) / count
+                self._measure(handle, count)
                 values, failed, error, *marks = _replies.reply_value(
                     handle.status, handle.reply_kind, handle.reply, handle.worker, self._fn,
                     (), {}, chunk_start=start)
