@@ -11,12 +11,13 @@ namespace {
 std::size_t lanes(int workers) { return static_cast<std::size_t>(std::max(workers, 0)); }
 }  // namespace
 
-job_queue::job_queue(int workers)
+job_queue::job_queue(int workers, std::int64_t spin_ns)
     : m_wake(std::make_unique<std::condition_variable[]>(lanes(workers))),
       m_pinned(lanes(workers)),
       m_lane_closed(lanes(workers), false),
       m_handed(lanes(workers)),
-      m_sleeping(lanes(workers), false) {}
+      m_sleeping(lanes(workers), false),
+      m_spin_ns(spin_ns) {}
 
 job_queue::push_result job_queue::push(call_ptr c, int worker) {
   int wake = worker;
@@ -61,12 +62,15 @@ unsigned job_queue::generation() const { return m_generation.load(std::memory_or
 
 call_ptr job_queue::pop(int worker, unsigned seen_generation) {
   const auto slot = static_cast<std::size_t>(worker);
-  // Most calls arrive right after the previous reply: look before sleeping.
-  m_spinning.fetch_add(1, std::memory_order_acq_rel);
-  spin_until([&] { return m_size.load(std::memory_order_acquire) != 0 ||
-                          m_generation.load(std::memory_order_acquire) != seen_generation; },
-             pop_spin_ns);
-  m_spinning.fetch_sub(1, std::memory_order_acq_rel);
+  // Most calls arrive right after the previous reply: look before sleeping,
+  // unless another idle worker is looking already.
+  int nobody = 0;
+  if (m_spinning.compare_exchange_strong(nobody, 1, std::memory_order_acq_rel)) {
+    spin_until([&] { return m_size.load(std::memory_order_acquire) != 0 ||
+                            m_generation.load(std::memory_order_acquire) != seen_generation; },
+               m_spin_ns);
+    m_spinning.store(0, std::memory_order_release);
+  }
   std::unique_lock lock(m_mutex);
   auto& mine = m_pinned.at(slot);
   m_sleeping[slot] = true;

@@ -24,12 +24,16 @@
 
 namespace interp_rpc::core {
 
-// How long an idle worker spins for its next call before it sleeps.
+// How long an idle worker spins for its next call before it sleeps. Only one
+// idle worker spins at a time: a caller making one call after another needs
+// just one, and each more spinner takes a core from the caller (with two
+// workers on two cores, two spinners left the caller none).
 inline constexpr std::int64_t pop_spin_ns = 50'000;
 
 class job_queue {
  public:
-  explicit job_queue(int workers);
+  // `spin_ns`: how long an idle worker spins (tests make it long).
+  explicit job_queue(int workers, std::int64_t spin_ns = pop_spin_ns);
 
   enum class push_result { queued, closed, broken };
 
@@ -91,9 +95,10 @@ class job_queue {
   // Readable without the mutex, for the spin before sleeping.
   std::atomic<std::size_t> m_size{0};
   std::atomic<unsigned> m_generation{0};
-  // Workers spinning for work: a call goes to the shared lane, where one of
-  // them takes it within microseconds, rather than to a sleeper.
+  // 1 while a worker spins for work: a call then goes to the shared lane,
+  // where it takes it within microseconds, rather than to a sleeper.
   std::atomic<int> m_spinning{0};
+  const std::int64_t m_spin_ns;
 };
 
 }  // namespace interp_rpc::core

@@ -209,3 +209,31 @@ TEST_CASE("every call is delivered once when producers race sleeping and spinnin
     CHECK(seen.load() == 2 * n);
   }
 }
+
+TEST_CASE("only one idle worker spins for work, the others sleep") {
+  // Spinning workers take cores from the caller: one is enough to catch the
+  // next call of a caller making one call after another. A spin that lasts
+  // a minute makes the rule visible: every idle worker but one sleeps.
+  constexpr std::int64_t minute_ns = 60'000'000'000;
+  job_queue q(3, minute_ns);
+  std::atomic<int> got{0};
+  std::vector<std::thread> workers;
+  for (int i = 0; i < 3; ++i) {
+    workers.emplace_back([&, i] {
+      if (q.pop(i, q.generation())) got.fetch_add(1);
+    });
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (q.sleeping() < 2 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  CHECK(q.sleeping() == 2);
+  q.push(make_call(1));  // taken by the spinner (or a woken sleeper): once
+  const auto taken = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (got.load() == 0 && std::chrono::steady_clock::now() < taken) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  q.wake_up();  // the others return empty-handed
+  for (auto& t : workers) t.join();
+  CHECK(got.load() == 1);
+}
