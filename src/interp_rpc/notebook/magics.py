@@ -303,7 +303,9 @@ class ParallelMagics(Magics):
         # are the cell's. IPython's compiler names it, so that tracebacks
         # show "Cell In[N]" for it as for the cell itself.
         source = ("\n" if from_cell else "") + self.shell.transform_cell(cell)
-        filename = self.shell.compile.cache(source, self.shell.execution_count, raw_code=source)
+        # IPython counts a cell before running it: this one is In[count - 1].
+        cell_number = self.shell.execution_count - 1
+        filename = self.shell.compile.cache(source, cell_number, raw_code=source)
         compile(source, filename, "exec")
         outcomes: dict[int, dict[str, Any] | Exception]
         if isinstance(pool, InterpreterPool):
