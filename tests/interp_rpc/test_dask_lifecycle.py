@@ -21,7 +21,7 @@ pytest.importorskip("distributed")
 from dask_support import CLUSTER_LIMIT, INIT, local_cluster
 from support import wait_until
 
-from interp_rpc import PoolBrokenError, WorkerDiedError
+from interp_rpc import PoolBrokenError, PoolInitError, WorkerDiedError
 from interp_rpc.dask import ClusterPool
 
 pytestmark = pytest.mark.timeout(300)
@@ -82,6 +82,34 @@ def test_a_cell_remembered_while_a_process_joined_is_replayed_there_once(
         assert first in pids and len(pids) == 2
         assert {p.name: p.read_text() for p in runs.iterdir()} == {
             str(pid): "ran " for pid in pids}
+
+
+def test_a_failing_replay_before_a_call_fails_it_and_keeps_the_process_out(
+        tmp_path: Path) -> None:
+    """As above, but the replay fails in the process that joined: its call
+    fails with PoolInitError naming the cell, and no call goes there again."""
+    gate = tmp_path / "gate"
+    with local_cluster(1) as (cluster, client), ClusterPool(client, init=INIT) as pool:
+        (first,) = set(client.run(os.getpid).values())
+        cell = textwrap.dedent(f"""\
+            import os, clustertasks
+            clustertasks.wait_if_gated({str(gate)!r}, None)
+            if os.getpid() != {first}:
+                raise ImportError("no such module on this host")
+            """)
+        run = pool._start_everywhere(RUN_CELL, (cell, "<the cell>"), {}, None, None)
+        cluster.scale(2)
+        wait_until(lambda: len(pool.processes()) == 2, CLUSTER_LIMIT, "the second process")
+        gate.touch()
+        assert [o["error"] for o in run.wait().values()] == [None]
+        run.remember("the test cell")
+        with pytest.raises(PoolInitError) as caught:
+            list(pool.map("clustertasks.where", range(40), chunksize=1, timeout=CLUSTER_LIMIT))
+        assert "replaying the test cell raised ImportError: no such module on this host" \
+            in str(caught.value)
+        assert [pid for _, _, pid, _ in pool.processes()] == [first]
+        ran = pool.map("clustertasks.where", range(20), chunksize=1, timeout=CLUSTER_LIMIT)
+        assert {pid for pid, _ in ran} == {first}
 
 
 def run_blocked_map(pool: ClusterPool, directory: Path, gate: Path,
