@@ -239,15 +239,21 @@ class PoolClosedError(InterpRpcError, RuntimeError):
 
 
 class WorkerInitFailure:
-    """Why one worker did not start: its init= raised, or did not finish in time."""
+    """Why one worker did not start: its init= raised, or did not finish in time.
+
+    ``during`` names the startup step that failed: "init", or (on a dask
+    cluster) the replay of a %%parallel cell in a process that joined later.
+    """
 
     def __init__(
-        self, worker: int, *, timed_out: bool, error: RemoteError | None, detail: str = ""
+        self, worker: int, *, timed_out: bool, error: RemoteError | None, detail: str = "",
+        during: str = "init",
     ) -> None:
         self.worker = worker
         self.timed_out = timed_out
         self.error = error
         self.detail = detail
+        self.during = during
         refused = _REFUSED_EXTENSION.search(error.remote_message) if error is not None else None
         #: The C extension module that refused to load in a subinterpreter, if that was the cause.
         self.refused_module = refused.group(1) if refused else None
@@ -255,10 +261,10 @@ class WorkerInitFailure:
 
     def __str__(self) -> str:
         if self.timed_out:
-            return f"worker {self.worker}: init did not finish in time"
+            return f"worker {self.worker}: {self.during} did not finish in time"
         if self.error is None:
             return f"worker {self.worker}: {self.detail}"
-        text = f"worker {self.worker}: init raised {self.error}"
+        text = f"worker {self.worker}: {self.during} raised {self.error}"
         if self.refused_module is not None:
             text += "\n\n" + SUBINTERPRETER_EXTENSION_HELP.format(module=self.refused_module)
         return text

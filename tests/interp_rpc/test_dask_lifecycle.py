@@ -21,10 +21,13 @@ pytest.importorskip("distributed")
 from dask_support import CLUSTER_LIMIT, INIT, local_cluster
 from support import wait_until
 
-from interp_rpc import PoolBrokenError, WorkerDiedError
+from interp_rpc import PoolBrokenError, PoolInitError, WorkerDiedError
 from interp_rpc.dask import ClusterPool
 
 pytestmark = pytest.mark.timeout(300)
+
+#: What %%parallel runs in every subinterpreter (defined by the worker script).
+RUN_CELL = "_interp_rpc_worker.run_cell"
 
 
 def marks(directory: Path) -> set[int]:
@@ -46,6 +49,67 @@ def test_init_runs_in_every_process_and_in_one_that_joins_later(tmp_path: Path) 
         # The newcomer takes calls: a map spread over every process reaches it.
         ran = {pid for pid, _ in pool.map("clustertasks.where", range(300), chunksize=1)}
         assert ran == pids
+
+
+def test_a_cell_remembered_while_a_process_joined_is_replayed_there_once(
+        tmp_path: Path) -> None:
+    """The process joins while the cell runs: the cell does not run there
+    (it was not in the cluster yet) and is remembered only once it has
+    finished, after the process started taking calls. Its first call
+    replays it; the process that ran it directly does not run it again."""
+    gate, runs = tmp_path / "gate", tmp_path / "runs"
+    runs.mkdir()
+    cell = textwrap.dedent(f"""\
+        import os, clustertasks
+        with open(os.path.join({str(runs)!r}, str(os.getpid())), "a") as runs_file:
+            runs_file.write("ran ")
+        clustertasks.wait_if_gated({str(gate)!r}, None)
+        def tag(x):
+            return os.getpid(), "defined", x
+        """)
+    with local_cluster(1) as (cluster, client), ClusterPool(client, init=INIT) as pool:
+        (first,) = set(client.run(os.getpid).values())
+        run = pool._start_everywhere(RUN_CELL, (cell, "<the cell>"), {}, None, None)
+        cluster.scale(2)
+        wait_until(lambda: len(pool.processes()) == 2, CLUSTER_LIMIT, "the second process")
+        gate.touch()
+        outcomes = run.wait()
+        assert [o["error"] for o in outcomes.values()] == [None]  # one process ran it
+        run.remember("the test cell")
+        tagged = list(pool.map("tag", range(40), chunksize=1, timeout=CLUSTER_LIMIT))
+        assert [(word, x) for _, word, x in tagged] == [("defined", x) for x in range(40)]
+        pids = {pid for pid, _, _ in tagged}
+        assert first in pids and len(pids) == 2
+        assert {p.name: p.read_text() for p in runs.iterdir()} == {
+            str(pid): "ran " for pid in pids}
+
+
+def test_a_failing_replay_before_a_call_fails_it_and_keeps_the_process_out(
+        tmp_path: Path) -> None:
+    """As above, but the replay fails in the process that joined: its call
+    fails with PoolInitError naming the cell, and no call goes there again."""
+    gate = tmp_path / "gate"
+    with local_cluster(1) as (cluster, client), ClusterPool(client, init=INIT) as pool:
+        (first,) = set(client.run(os.getpid).values())
+        cell = textwrap.dedent(f"""\
+            import os, clustertasks
+            clustertasks.wait_if_gated({str(gate)!r}, None)
+            if os.getpid() != {first}:
+                raise ImportError("no such module on this host")
+            """)
+        run = pool._start_everywhere(RUN_CELL, (cell, "<the cell>"), {}, None, None)
+        cluster.scale(2)
+        wait_until(lambda: len(pool.processes()) == 2, CLUSTER_LIMIT, "the second process")
+        gate.touch()
+        assert [o["error"] for o in run.wait().values()] == [None]
+        run.remember("the test cell")
+        with pytest.raises(PoolInitError) as caught:
+            list(pool.map("clustertasks.where", range(40), chunksize=1, timeout=CLUSTER_LIMIT))
+        assert "replaying the test cell raised ImportError: no such module on this host" \
+            in str(caught.value)
+        assert [pid for _, _, pid, _ in pool.processes()] == [first]
+        ran = pool.map("clustertasks.where", range(20), chunksize=1, timeout=CLUSTER_LIMIT)
+        assert {pid for pid, _ in ran} == {first}
 
 
 def run_blocked_map(pool: ClusterPool, directory: Path, gate: Path,

@@ -10,6 +10,7 @@ import socket
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,7 +23,7 @@ from shell_support import Run, cell_runner
 from support import wait_until
 
 from interp_rpc import InterpreterPool, ParallelCellError, RemoteError
-from interp_rpc.dask import ClusterPool
+from interp_rpc.dask import ClusterPool, ClusterWorker
 from interp_rpc.dask._chunking import IN_FLIGHT_PER_SLOT
 from interp_rpc.notebook import current_pool
 
@@ -293,3 +294,86 @@ def test_unloading_the_extension_closes_the_cluster(shell: InteractiveShell,
                    "the LocalCluster's processes to exit")
     finally:
         shell.run_line_magic("load_ext", "interp_rpc")
+
+
+# ------------------------------------------------- processes that join later
+
+@pytest.fixture
+def one_process_cluster(shell: InteractiveShell, run: Run) -> Iterator[tuple[Any, ClusterPool]]:
+    """(LocalCluster of one process, the notebook's pool on it); the notebook
+    is back on a local pool afterwards (cluster_pool starts its own again)."""
+    import distributed
+
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster:
+        try:
+            ran = run(f"%parallel_pool --dask '{cluster.scheduler_address}' --init {INIT!r}")
+            assert ran.error is None, ran.shown
+            pool = current_pool()
+            assert isinstance(pool, ClusterPool) and len(pool.processes()) == 1
+            yield cluster, pool
+        finally:
+            run("%parallel_pool --local -n 1")
+
+
+def add_process(cluster: Any, pool: ClusterPool) -> int:
+    """Start a second dask worker process; its pid, once the pool uses it."""
+    before = pids(pool)
+    cluster.scale(2)
+    wait_until(lambda: len(pool.processes()) == 2, CLUSTER_LIMIT, "the second process")
+    (joined,) = pids(pool) - before
+    return joined
+
+
+def test_parallel_cells_reach_a_process_that_joins_later(
+        one_process_cluster: tuple[Any, ClusterPool], run: Run) -> None:
+    cluster, pool = one_process_cluster
+    (first,) = pids(pool)
+    for cell in ("%%parallel\nimport os\ndef tag(x):\n    return (os.getpid(), 'old', x)\n",
+                 # Redefined: the process that joins later must get this one.
+                 "%%parallel\ndef tag(x):\n    return (os.getpid(), 'new', x)\n",
+                 "%%parallel\ndef has_marker(x):\n"
+                 "    return (os.getpid(), 'marker' in globals())\n",
+                 # Run on a subset: not replayed.
+                 "%parallel --targets 0 marker = 1"):
+        ran = run(cell)
+        assert ran.error is None, ran.shown
+    joined = add_process(cluster, pool)
+    ran = run("tagged = %parallel_map --chunksize 1 tag range(40)")
+    assert ran.error is None, ran.shown
+    tagged = InteractiveShell.instance().user_ns["tagged"]
+    assert [(version, x) for _, version, x in tagged] == [("new", x) for x in range(40)]
+    assert {pid for pid, _, _ in tagged} == {first, joined}
+    ran = run("markers = %parallel_map --chunksize 1 has_marker range(20)")
+    assert ran.error is None, ran.shown
+    assert set(InteractiveShell.instance().user_ns["markers"]) == {(first, True),
+                                                                   (joined, False)}
+
+
+def test_a_cell_that_fails_to_replay_keeps_the_joining_process_out(
+        one_process_cluster: tuple[Any, ClusterPool], run: Run) -> None:
+    cluster, pool = one_process_cluster
+    (first,) = pids(pool)
+    ran = run(f"%%parallel\nimport os\nif os.getpid() != {first}:\n"
+              "    raise ImportError('no such module on this host')\n"
+              "def where_now(x):\n    return os.getpid()\n")
+    assert ran.error is None, ran.shown
+    cell = ran.result.execution_count
+    # The pool says so (from its watcher thread), and its status shows why.
+    with pytest.warns(RuntimeWarning, match=rf"a dask worker that joined cannot serve the "
+                      rf"pool: .*replaying the %%parallel cell In\[{cell}\] raised "
+                      "ImportError: no such module on this host") as warned:
+        cluster.scale(2)
+        wait_until(lambda: any("cannot serve" in str(w.message) for w in warned),
+                   CLUSTER_LIMIT, "the pool's warning about the joining process")
+    failed = [w for w in pool.status() if w.state == "dead"]
+    assert len(failed) == 1 and failed[0].detail == (
+        f"replaying the %%parallel cell In[{cell}] raised ImportError: "
+        "no such module on this host"), failed
+    index = failed[0].index
+    assert isinstance(index, ClusterWorker) and index.pid != first
+    # It takes no calls: everything runs, right, in the first process.
+    assert len(pool.processes()) == 1
+    ran = run("ran_in = %parallel_map --chunksize 1 where_now range(10)")
+    assert ran.error is None, ran.shown
+    assert InteractiveShell.instance().user_ns["ran_in"] == [first] * 10

@@ -304,7 +304,8 @@ def test_the_remote_traceback_of_a_cell_shows_its_source_line(run: Run) -> None:
     ran = run("%%parallel --targets 0\nvalue = 1\nraise RuntimeError('line three')\n")
     assert isinstance(ran.error, ParallelCellError)
     # Named and numbered as IPython shows the cell: its third line raised.
-    assert re.search(r"^  Cell In\[\d+\], line 3, in <module>\n"
+    number = ran.result.execution_count
+    assert re.search(rf"^  Cell In\[{number}\], line 3, in <module>\n"
                      r"    raise RuntimeError\('line three'\)$", ran.shown, re.M), ran.shown
 
 

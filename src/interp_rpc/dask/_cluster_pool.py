@@ -61,14 +61,15 @@ class _Job:
 
     def __init__(self, ident: int, request: _request.Request, item_offset: int,
                  retries: int, *, item_count: int = 1, pinned: Process | None = None,
-                 everywhere: tuple[list[int] | None, float | None] | None = None) -> None:
+                 everywhere: tuple[list[int] | None, float | None, str | None] | None = None
+                 ) -> None:
         self.id = ident
         self.request = request
         self.item_offset = item_offset
         self.item_count = item_count
         self.retries_left = retries
         # A job for one process only (never run again elsewhere), and what
-        # run_everywhere needs: (subinterpreters, timeout).
+        # run_everywhere needs: (subinterpreters, timeout, run id).
         self.pinned = pinned
         self.everywhere = everywhere
         self.future = _JobFuture(self)
@@ -123,11 +124,26 @@ class _JobFuture(Future[Any]):
 class EverywhereRun:
     """One call sent to several subinterpreters of each of several processes."""
 
-    def __init__(self, name: str, jobs: dict[Process, _Job], timeout: float | None) -> None:
-        self.name = name
+    def __init__(self, pool: ClusterPool, request: _request.Request, run_id: str | None,
+                 jobs: dict[Process, _Job], timeout: float | None) -> None:
+        self.name = request.name
+        self.request = request
+        self.run_id = run_id  # None: run on chosen subinterpreters only
         self.jobs = jobs
         self.timeout = timeout
         self.started = time.monotonic()
+        self._pool = pool
+
+    def remember(self, label: str) -> None:
+        """Replay this call, in order after those remembered before it, in
+        every process that joins the cluster later, after its init= and
+        before it takes a call. For a run that succeeded in every
+        subinterpreter (the caller judges), and was sent to all of them: a
+        run on chosen subinterpreters cannot be replayed. ``label`` names it
+        if its replay fails, e.g. "the %%parallel cell In[4]"."""
+        if self.run_id is None:
+            raise ValueError("a run on chosen subinterpreters is not replayed elsewhere")
+        self._pool._remember(self.run_id, label, self.request)
 
     def wait(self) -> dict[ClusterWorker, Any | BaseException]:
         """Every subinterpreter's outcome once all have one; a process that
@@ -163,7 +179,8 @@ class EverywhereRun:
     def busy(self) -> list[ClusterWorker]:
         """Subinterpreters of the processes that have not answered yet."""
         return sorted(process.worker(i) for process, job in self.jobs.items()
-                      if not job.future.done() for i in (job.everywhere or ([], None))[0] or [])
+                      if not job.future.done()
+                      for i in (job.everywhere[0] if job.everywhere else None) or [])
 
     def cancel(self) -> None:
         """Withdraw the calls that have not started (running ones go on)."""
@@ -212,6 +229,17 @@ def _connect(address: str, timeout: float | None) -> distributed.Client:
     return client
 
 
+def _failure_line(failure: WorkerInitFailure) -> str:
+    """Why a subinterpreter did not start, in one line (for a status row)."""
+    if failure.timed_out:
+        return f"{failure.during} did not finish in time"
+    if failure.error is None:
+        return failure.detail
+    message = failure.error.remote_message
+    return f"{failure.during} raised {failure.error.remote_type}" + (f": {message}" if message
+                                                                      else "")
+
+
 class ClusterPool(Executor):
     """InterpreterPool's API, served by every process of a dask.distributed cluster.
 
@@ -223,7 +251,9 @@ class ClusterPool(Executor):
 
     ``workers_per_process`` is the number of subinterpreters in each process
     (default: the dask worker's thread count). ``init`` and ``init_timeout``
-    are InterpreterPool's, applied in every process. ``retries`` is how many
+    are InterpreterPool's, applied in every process; a process that joins
+    later also replays the %%parallel cells the pool remembers (see
+    EverywhereRun.remember), each bounded by ``init_timeout``. ``retries`` is how many
     times a call whose dask worker process died is run again on another
     process; with 0, it fails with WorkerDiedError. ``connect_timeout`` bounds
     the wait for a scheduler given by address (None: dask's configured
@@ -268,6 +298,10 @@ class ClusterPool(Executor):
         self._record_cursors: dict[str, int] = {}
         self._records_lock = threading.Lock()
         self._owned_cluster: Any = None
+        # Ids of the runs everywhere that processes joining later replay, in
+        # order; the scheduler keeps the runs themselves (see _plugin).
+        self._definitions: list[str] = []
+        self._definitions_lock = threading.Lock()
         if cluster is None:
             self._owned_cluster = distributed.LocalCluster(
                 n_workers=processes or os.process_cpu_count() or 1, threads_per_worker=1,
@@ -389,7 +423,9 @@ class ClusterPool(Executor):
         """Run ``target`` once in every subinterpreter of every live process
         (or in each of ``workers``, cluster indices), for notebook cells that
         define things everywhere: each one's result, or the error it stands
-        for. ``timeout`` is a deadline for all of them."""
+        for. ``timeout`` is a deadline for all of them. Processes that join
+        later do not run it (see EverywhereRun.remember, which %%parallel
+        uses)."""
         return self._start_everywhere(target, args, kwargs or {}, timeout, workers).wait()
 
     def _start_everywhere(self, target: object, args: tuple[Any, ...],
@@ -399,17 +435,32 @@ class ClusterPool(Executor):
         request = _request.encode(target, args, kwargs)
         self._check_open(request.name)
         wanted = None if workers is None else set(workers)
+        run_id = uuid.uuid4().hex if workers is None else None
         jobs: dict[Process, _Job] = {}
         for process in self._placement.live():
             chosen = [i for i in range(process.slots)
                       if wanted is None or process.worker(i) in wanted]
             if not chosen:
                 continue
-            job = self._new_job(request, pinned=process, everywhere=(chosen, timeout))
+            job = self._new_job(request, pinned=process, everywhere=(chosen, timeout, run_id))
             jobs[process] = job
         for job in jobs.values():
             self._start_job(job)
-        return EverywhereRun(request.name, jobs, timeout)
+        return EverywhereRun(self, request, run_id, jobs, timeout)
+
+    def _remember(self, run_id: str, label: str, request: _request.Request) -> None:
+        """Keep a run for processes that join later: in the scheduler first,
+        so that every job sent from now on, which asks for one more
+        definition, finds it there."""
+        definition = {"id": run_id, "label": label, "request": request.data,
+                      "buffers": [bytes(b.raw()) for b in request.buffers]}
+        with self._definitions_lock:
+            if run_id in self._definitions:
+                return
+            self._client.set_metadata(
+                [self._name, self._plugin_module.DEFINITIONS, str(len(self._definitions))],
+                definition)
+            self._definitions.append(run_id)
 
     def _check_open(self, name: str) -> None:
         if self._closed:
@@ -425,7 +476,8 @@ class ClusterPool(Executor):
 
     def _new_job(self, request: _request.Request, *, item_offset: int = 0,
                  item_count: int = 1, pinned: Process | None = None,
-                 everywhere: tuple[list[int] | None, float | None] | None = None) -> _Job:
+                 everywhere: tuple[list[int] | None, float | None, str | None] | None = None
+                 ) -> _Job:
         """A job not sent yet (a map keeps chunks back until there is room)."""
         return _Job(next(self._job_ids), request, item_offset,
                     0 if pinned is not None else self._retries, item_count=item_count,
@@ -470,10 +522,14 @@ class ClusterPool(Executor):
         job.dispatched = time.monotonic()
         function, extra = ((self._plugin_module.run_job, ()) if job.everywhere is None
                            else (self._plugin_module.run_everywhere, job.everywhere))
+        # The definitions remembered so far: the process replays those it
+        # lacks before running the job.
+        needed = len(self._definitions)
         try:
             task = self._client.submit(
                 function, self._name, job.id, request.name, request.data,
-                request.buffers, *extra, key=f"interp-rpc-{request.name}-{uuid.uuid4().hex}",
+                request.buffers, needed, *extra,
+                key=f"interp-rpc-{request.name}-{uuid.uuid4().hex}",
                 workers=[process.address], allow_other_workers=False, pure=False)
         except BaseException as exc:
             self._placement.release(process)
@@ -500,8 +556,13 @@ class ClusterPool(Executor):
             else:
                 if partial:
                     job.partial = partial[0]
-                job.settle(error=_error_mapping.rebuild(payload, process,
-                                                        item_offset=job.item_offset))
+                error = _error_mapping.rebuild(payload, process, item_offset=job.item_offset)
+                if isinstance(error, PoolInitError):
+                    # Its pool failed after it joined (replaying a
+                    # definition): no more calls go there.
+                    self._failed.setdefault(process.address, error.failures)
+                    self._placement.mark_gone(process.address)
+                job.settle(error=error)
         elif task.status == "cancelled":
             job.settle(error=self._lost_error(job))
         else:
@@ -636,6 +697,10 @@ class ClusterPool(Executor):
             except Exception:  # workers or scheduler gone: nothing left to close there
                 pass
             self._unregister()
+            if self._definitions:
+                # Dask has no way to delete metadata: drop the definitions' bytes.
+                with contextlib.suppress(Exception):
+                    self._client.set_metadata(self._name, None)
         self._shut_down_client()
         if stuck:
             warnings.warn(
@@ -692,11 +757,15 @@ class ClusterPool(Executor):
 
     def status(self) -> list[WorkerStatus]:
         """What every subinterpreter of the cluster is doing now; those of a
-        process that died are listed as "dead"."""
+        process that died, or whose pool failed to start there (its init=, or
+        replaying a %%parallel cell), are listed as "dead", saying why."""
         answers = self._ask_every_process(self._plugin_module.pool_status)
         statuses: list[WorkerStatus] = []
         for process in self._placement.every():
-            if process.address in self._failed:
+            failures = self._failed.get(process.address)
+            if failures is not None:
+                statuses += [WorkerStatus(f.worker, "dead", None, None, 0.0, 0, 0.0,
+                                          _failure_line(f)) for f in failures]
                 continue
             found = answers.get(process.address)
             if found is None:

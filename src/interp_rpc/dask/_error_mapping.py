@@ -53,7 +53,8 @@ def describe(exc: BaseException) -> Description:
     if isinstance(exc, PoolInitError):
         return {"kind": "init", "init_timeout": exc.init_timeout, "failures": [
             {"subinterpreter": f.worker, "timed_out": f.timed_out, "detail": f.detail,
-             "error": None if f.error is None else _remote(f.error)} for f in exc.failures]}
+             "during": f.during, "error": None if f.error is None else _remote(f.error)}
+            for f in exc.failures]}
     kind = ("broken" if isinstance(exc, PoolBrokenError)
             else "closed" if isinstance(exc, PoolClosedError) else "other")
     return {"kind": kind, "type_name": type(exc).__name__, "message": str(exc)}
@@ -106,4 +107,5 @@ def init_failure(info: Description, process: Process) -> WorkerInitFailure:
     error = info["error"]
     return WorkerInitFailure(process.worker(info["subinterpreter"]),
                              timed_out=info["timed_out"], detail=info["detail"],
+                             during=info["during"],
                              error=None if error is None else _rebuild_remote(error, process, 0))

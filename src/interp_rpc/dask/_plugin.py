@@ -10,6 +10,14 @@ subinterpreter.)
 Dask tasks (``run_job``) then hand their call to the process's pool from
 dask's worker threads. Nothing here raises into dask: outcomes and errors go
 back as plain data (see _error_mapping).
+
+%%parallel cells the ClusterPool remembers (its "definitions") are kept in
+the scheduler's metadata store, dask's public place for small shared state,
+under ``[pool name, DEFINITIONS]``, numbered in the order they were made. A
+process replays the ones it lacks, in order, after its init= and before it
+runs a call: in setup() for those made before it joined, and, for one made
+while it was joining, before the first job that needs it (every job says how
+many definitions it needs).
 """
 
 from __future__ import annotations
@@ -24,8 +32,16 @@ from typing import TYPE_CHECKING, Any
 
 from distributed import WorkerPlugin, get_worker
 
-from interp_rpc import _targets, _wire
-from interp_rpc._errors import InterpRpcError, PoolClosedError, RemoteError
+from interp_rpc import _replies, _targets, _wire
+from interp_rpc._errors import (
+    CallTimeoutError,
+    InterpRpcError,
+    PoolBrokenError,
+    PoolClosedError,
+    PoolInitError,
+    RemoteError,
+    WorkerInitFailure,
+)
 from interp_rpc._exit_policy import EXIT_TIMEOUT
 from interp_rpc._pool import InterpreterPool
 from interp_rpc.dask import _error_mapping
@@ -38,12 +54,23 @@ if TYPE_CHECKING:
 #: of the items before it).
 Outcome = tuple[Any, ...]
 
+#: The metadata key, under the pool's name, of the pool's definitions.
+DEFINITIONS = "definitions"
+
+#: How long a process waits for the scheduler to hand it the definitions.
+METADATA_TIMEOUT = 30.0
+
+#: A remembered definition, as the scheduler keeps it (msgpack-friendly):
+#: {"id": str, "label": str, "request": bytes, "buffers": [bytes, ...]}.
+Definition = dict[str, Any]
+
 
 class PoolPlugin(WorkerPlugin):
     """Creates the process's InterpreterPool in setup() and closes it in teardown().
 
-    setup() never raises: a pool that fails to start is recorded, reported by
-    ``report()``, and turns every job sent here into the same PoolInitError.
+    setup() never raises: a pool that fails to start (its init=, or the
+    replay of a definition) is recorded, reported by ``report()``, and turns
+    every job sent here into the same PoolInitError.
     """
 
     def __init__(self, name: str, workers_per_process: int | None, init: str | None,
@@ -60,6 +87,13 @@ class PoolPlugin(WorkerPlugin):
         self.ready = threading.Event()
         # Jobs running in this process: job id -> (target, monotonic start).
         self.running: dict[int, tuple[str, float]] = {}
+        self.worker: Worker | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None  # the dask worker's
+        # Ids of the %%parallel runs made here (run directly or replayed),
+        # and how many of the pool's definitions this process has.
+        self.applied: set[str] = set()
+        self.replayed = 0
+        self.replay_lock = threading.Lock()
 
     def __getstate__(self) -> dict[str, Any]:
         return {"name": self.name, "workers_per_process": self.workers_per_process,
@@ -72,14 +106,66 @@ class PoolPlugin(WorkerPlugin):
     async def setup(self, worker: Worker) -> None:
         # Creating the pool waits for every subinterpreter's init=: off the
         # event loop, so the worker keeps answering the scheduler meanwhile.
+        self.worker = worker
+        self.loop = asyncio.get_running_loop()
         slots = self.workers_per_process or worker.state.nthreads
         try:
             self.pool = await asyncio.to_thread(InterpreterPool, slots, self.init,
                                                 self.init_timeout)
+            definitions = await self._definitions()
+            await asyncio.to_thread(self._replay, definitions, len(definitions))
         except Exception as exc:
             self.failure = _error_mapping.describe(exc)
+            await asyncio.to_thread(self.close, False, EXIT_TIMEOUT)
         finally:
             self.ready.set()
+
+    async def _definitions(self) -> list[Definition]:
+        """The pool's definitions, in order, as the scheduler has them now."""
+        assert self.worker is not None
+        found = await asyncio.wait_for(self.worker.scheduler.get_metadata(
+            keys=[self.name, DEFINITIONS], default={}), METADATA_TIMEOUT)
+        return [found[str(i)] for i in range(len(found))]
+
+    def _catch_up(self, needed: int) -> None:
+        """From a job's thread: replay what a job needs that this process
+        lacks (definitions made while it was joining). A failure closes the
+        pool, as a failing replay in setup() does."""
+        if self.replayed >= needed:
+            return
+        with self.replay_lock:
+            if self.replayed >= needed or self.pool is None:
+                return
+            assert self.loop is not None
+            try:
+                definitions = asyncio.run_coroutine_threadsafe(self._definitions(),
+                                                               self.loop).result()
+                self._replay(definitions, needed)
+            except Exception as exc:
+                self.failure = _error_mapping.describe(exc)
+                self.close(False, EXIT_TIMEOUT)
+
+    def _replay(self, definitions: list[Definition], upto: int) -> None:
+        """Run definitions[replayed:upto] not run here yet, in order, in
+        every subinterpreter; PoolInitError, naming the cell, if one fails."""
+        if len(definitions) < upto:
+            raise PoolBrokenError(f"the dask scheduler holds {len(definitions)} of the pool's "
+                                  f"{upto} %%parallel definitions")
+        pool = self.pool
+        assert pool is not None
+        for definition in definitions[self.replayed:upto]:
+            if definition["id"] not in self.applied:
+                label = definition["label"]
+                spec, _, args, kwargs = _wire.loads(definition["request"],
+                                                    definition["buffers"])
+                outcomes = pool._on_every_worker(_local_target(spec, label), args, kwargs,
+                                                 self.init_timeout)
+                failures = [failure for index, outcome in enumerate(outcomes)
+                            if (failure := _replay_failure(index, outcome, label)) is not None]
+                if failures:
+                    raise PoolInitError(failures, init_timeout=self.init_timeout)
+                self.applied.add(definition["id"])
+            self.replayed += 1
 
     async def teardown(self, worker: Worker) -> None:
         # The ClusterPool closed the pool already, unless this worker is
@@ -101,8 +187,10 @@ class PoolPlugin(WorkerPlugin):
         return [f"subinterpreter {w.index} running {w.target!r} for {w.busy_seconds:.1f} s"
                 for w in pool.status() if w.state == "busy"]
 
-    def run(self, job: int, target_name: str, request: bytes, buffers: list[Any]) -> Outcome:
+    def run(self, job: int, target_name: str, request: bytes, buffers: list[Any],
+            needed: int) -> Outcome:
         self.ready.wait()
+        self._catch_up(needed)
         pool = self.pool
         if pool is None:
             assert self.failure is not None
@@ -132,12 +220,15 @@ class PoolPlugin(WorkerPlugin):
 
 
     def run_everywhere(self, job: int, target_name: str, request: bytes, buffers: list[Any],
-                       subinterpreters: list[int] | None, timeout: float | None
-                       ) -> Outcome:
+                       needed: int, subinterpreters: list[int] | None, timeout: float | None,
+                       run_id: str | None) -> Outcome:
         """The call once in each of ``subinterpreters`` (None: all), for
         %%parallel: ("ok", [(subinterpreter, outcome), ...]), each outcome
-        ("ok", value) or ("error", description)."""
+        ("ok", value) or ("error", description). ``run_id`` names a run in
+        every subinterpreter: if the pool remembers it, this process does
+        not replay it."""
         self.ready.wait()
+        self._catch_up(needed)
         pool = self.pool
         if pool is None:
             assert self.failure is not None
@@ -155,6 +246,8 @@ class PoolPlugin(WorkerPlugin):
                              "message": str(exc)}
         finally:
             del self.running[job]
+        if run_id is not None:
+            self.applied.add(run_id)
         return "ok", [(index, ("error", _error_mapping.describe(outcome))
                        if isinstance(outcome, BaseException) else ("ok", outcome))
                       for index, outcome in zip(chosen, outcomes, strict=True)]
@@ -168,29 +261,50 @@ def _local_target(spec: _targets.TargetSpec, name: str) -> Any:
     return _targets.Normalized(spec, name)
 
 
+def _replay_failure(index: int, outcome: Any, label: str) -> WorkerInitFailure | None:
+    """Why replaying ``label`` failed in subinterpreter ``index``, if it did.
+    A cell's own error comes back as data (run_cell keeps the output printed
+    before it), in its "error" entry."""
+    during = f"replaying {label}"
+    if isinstance(outcome, CallTimeoutError):
+        return WorkerInitFailure(index, timed_out=True, error=None, during=during)
+    if isinstance(outcome, RemoteError):
+        return WorkerInitFailure(index, timed_out=False, error=outcome, during=during)
+    if isinstance(outcome, BaseException):
+        return WorkerInitFailure(index, timed_out=False, error=None, during=during,
+                                 detail=f"{during} failed: {type(outcome).__name__}: {outcome}")
+    if isinstance(outcome, dict) and outcome.get("error") is not None:
+        return WorkerInitFailure(index, timed_out=False, during=during, error=_replies.remote_error(
+            outcome["error"], target=label, worker=index))
+    return None
+
+
 def _plugin(worker: Worker, name: str) -> PoolPlugin | None:
     plugin = worker.plugins.get(name)
     return plugin if isinstance(plugin, PoolPlugin) else None
 
 
 def run_job(name: str, job: int, target_name: str, request: bytes,
-            buffers: list[Any]) -> Outcome:
-    """The dask task of a call or a map chunk."""
+            buffers: list[Any], needed: int) -> Outcome:
+    """The dask task of a call or a map chunk, once this process has the
+    first ``needed`` definitions of the pool."""
     plugin = _plugin(get_worker(), name)
     if plugin is None:
         return "error", _error_mapping.describe(PoolClosedError(
             f"the pool is closed on this dask worker; cannot call {target_name!r}"))
-    return plugin.run(job, target_name, request, buffers)
+    return plugin.run(job, target_name, request, buffers, needed)
 
 
 def run_everywhere(name: str, job: int, target_name: str, request: bytes, buffers: list[Any],
-                   subinterpreters: list[int] | None, timeout: float | None) -> Outcome:
+                   needed: int, subinterpreters: list[int] | None, timeout: float | None,
+                   run_id: str | None) -> Outcome:
     """The dask task of a call run once in several subinterpreters of one process."""
     plugin = _plugin(get_worker(), name)
     if plugin is None:
         return "error", _error_mapping.describe(PoolClosedError(
             f"the pool is closed on this dask worker; cannot call {target_name!r}"))
-    return plugin.run_everywhere(job, target_name, request, buffers, subinterpreters, timeout)
+    return plugin.run_everywhere(job, target_name, request, buffers, needed, subinterpreters,
+                                 timeout, run_id)
 
 
 # Functions the caller runs on every worker with Client.run (dask passes the

@@ -278,7 +278,11 @@ class ParallelMagics(Magics):
         Imports and definitions made there are every worker's: names it
         defines become targets of %parallel_map and pool.call("name", ...),
         and redefining one takes effect at once. Output and errors are shown
-        once per distinct text, headed by the workers that produced it."""
+        once per distinct text, headed by the workers that produced it.
+
+        On a dask cluster, a cell run without --targets that raised nowhere
+        is also replayed, in order, in every process that joins later, before
+        it takes a call; a cell run with --targets is not."""
         args, rest = options.parse(self.parallel, line)
         if args is None:
             return
@@ -303,7 +307,9 @@ class ParallelMagics(Magics):
         # are the cell's. IPython's compiler names it, so that tracebacks
         # show "Cell In[N]" for it as for the cell itself.
         source = ("\n" if from_cell else "") + self.shell.transform_cell(cell)
-        filename = self.shell.compile.cache(source, self.shell.execution_count, raw_code=source)
+        # IPython counts a cell before running it: this one is In[count - 1].
+        cell_number = self.shell.execution_count - 1
+        filename = self.shell.compile.cache(source, cell_number, raw_code=source)
         compile(source, filename, "exec")
         outcomes: dict[int, dict[str, Any] | Exception]
         if isinstance(pool, InterpreterPool):
@@ -321,8 +327,10 @@ class ParallelMagics(Magics):
                     streamed.stop()
         else:
             self.last_profile = None
+            kind = "cell" if from_cell else "line"
             outcomes = _run_on_cluster(pool, targets if args.targets is not None else None,
-                                       (source, filename), args.timeout)
+                                       (source, filename), args.timeout,
+                                       f"the %%parallel {kind} In[{cell_number}]")
         _show_outputs({i: o["stdout"] for i, o in outcomes.items() if isinstance(o, dict)},
                       sys.stdout)
         _show_outputs({i: o["stderr"] for i, o in outcomes.items() if isinstance(o, dict)},
@@ -684,10 +692,13 @@ def _worker_indices(pool: Pool) -> list[int]:
 
 
 def _run_on_cluster(pool: ClusterPool, targets: list[int] | None, run_args: tuple[str, str],
-                    timeout: float | None) -> dict[int, dict[str, Any] | Exception]:
+                    timeout: float | None, label: str
+                    ) -> dict[int, dict[str, Any] | Exception]:
     """run_cell in every subinterpreter of every process (or in ``targets``).
-    On Ctrl-C, shows what the finished processes printed and names the busy
-    subinterpreters, whose dask tasks finish on their own."""
+    Run everywhere without an error, the pool remembers it (as ``label``)
+    for processes that join later. On Ctrl-C, shows what the finished
+    processes printed and names the busy subinterpreters, whose dask tasks
+    finish on their own."""
     run = pool._start_everywhere(_RUN_CELL, run_args, {}, timeout, targets)
     try:
         found = run.wait()
@@ -703,7 +714,11 @@ def _run_on_cluster(pool: ClusterPool, targets: list[int] | None, run_args: tupl
                   "cannot be stopped there and will finish on its own).", file=sys.stderr)
         raise
     # run_cell's outcome is a dict; errors are InterpRpcErrors (or a cancelled call's).
-    return cast(dict[int, dict[str, Any] | Exception], found)
+    outcomes = cast(dict[int, dict[str, Any] | Exception], found)
+    if targets is None and outcomes and all(
+            isinstance(o, dict) and o["error"] is None for o in outcomes.values()):
+        run.remember(label)
+    return outcomes
 
 
 def _cell_error(info: dict[str, str], worker: int) -> Exception:
