@@ -47,6 +47,8 @@ from interp_rpc._pool import InterpreterPool
 from interp_rpc.dask import _error_mapping
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from distributed import Worker
 
 #: How a job's outcome travels back: ("ok", value), ("error", description),
@@ -187,8 +189,10 @@ class PoolPlugin(WorkerPlugin):
         return [f"subinterpreter {w.index} running {w.target!r} for {w.busy_seconds:.1f} s"
                 for w in pool.status() if w.state == "busy"]
 
-    def run(self, job: int, target_name: str, request: bytes, buffers: list[Any],
-            needed: int) -> Outcome:
+    def _serve(self, job: int, target_name: str, needed: int,
+               work: Callable[[InterpreterPool], Outcome]) -> Outcome:
+        """``work(pool)`` for a job, once this process is ready and has the
+        definitions the job needs; what it raises becomes an outcome."""
         self.ready.wait()
         self._catch_up(needed)
         pool = self.pool
@@ -197,19 +201,7 @@ class PoolPlugin(WorkerPlugin):
             return "error", self.failure
         self.running[job] = (target_name, time.monotonic())
         try:
-            spec, mode, args, kwargs = _wire.loads(request, buffers)
-            target = _local_target(spec, target_name)
-            if mode == "call":
-                return "ok", pool.call(target, *args, **kwargs)
-            (items,) = args
-            iterables = tuple(zip(*items, strict=True)) if mode == "starchunk" else (items,)
-            return "ok", pool._map(target, iterables, chunksize=len(items))
-        except RemoteError as exc:
-            # A failing map item: the chunk's results before it go back too,
-            # so the caller yields them before raising, as the local map does.
-            done = [] if exc.partial_results is None or exc.item_index is None \
-                else exc.partial_results[:exc.item_index]
-            return "error", _error_mapping.describe(exc), done
+            return work(pool)
         except InterpRpcError as exc:
             return "error", _error_mapping.describe(exc)
         except Exception as exc:
@@ -218,6 +210,26 @@ class PoolPlugin(WorkerPlugin):
         finally:
             del self.running[job]
 
+    def run(self, job: int, target_name: str, request: bytes, buffers: list[Any],
+            needed: int) -> Outcome:
+        def call_or_map(pool: InterpreterPool) -> Outcome:
+            spec, mode, args, kwargs = _wire.loads(request, buffers)
+            target = _local_target(spec, target_name)
+            try:
+                if mode == "call":
+                    return "ok", pool.call(target, *args, **kwargs)
+                (items,) = args
+                iterables = tuple(zip(*items, strict=True)) if mode == "starchunk" else (items,)
+                return "ok", pool._map(target, iterables, chunksize=len(items))
+            except RemoteError as exc:
+                # A failing map item: the chunk's results before it go back
+                # too, so the caller yields them before raising, as the local
+                # map does.
+                done = [] if exc.partial_results is None or exc.item_index is None \
+                    else exc.partial_results[:exc.item_index]
+                return "error", _error_mapping.describe(exc), done
+
+        return self._serve(job, target_name, needed, call_or_map)
 
     def run_everywhere(self, job: int, target_name: str, request: bytes, buffers: list[Any],
                        needed: int, subinterpreters: list[int] | None, timeout: float | None,
@@ -227,30 +239,18 @@ class PoolPlugin(WorkerPlugin):
         ("ok", value) or ("error", description). ``run_id`` names a run in
         every subinterpreter: if the pool remembers it, this process does
         not replay it."""
-        self.ready.wait()
-        self._catch_up(needed)
-        pool = self.pool
-        if pool is None:
-            assert self.failure is not None
-            return "error", self.failure
-        self.running[job] = (target_name, time.monotonic())
-        try:
+        def in_each(pool: InterpreterPool) -> Outcome:
             spec, _, args, kwargs = _wire.loads(request, buffers)
             chosen = list(range(pool.workers)) if subinterpreters is None else subinterpreters
             outcomes = pool._on_every_worker(_local_target(spec, target_name), args, kwargs,
                                              timeout, workers=chosen)
-        except InterpRpcError as exc:
-            return "error", _error_mapping.describe(exc)
-        except Exception as exc:
-            return "error", {"kind": "other", "type_name": type(exc).__name__,
-                             "message": str(exc)}
-        finally:
-            del self.running[job]
-        if run_id is not None:
-            self.applied.add(run_id)
-        return "ok", [(index, ("error", _error_mapping.describe(outcome))
-                       if isinstance(outcome, BaseException) else ("ok", outcome))
-                      for index, outcome in zip(chosen, outcomes, strict=True)]
+            if run_id is not None:
+                self.applied.add(run_id)
+            return "ok", [(index, ("error", _error_mapping.describe(outcome))
+                           if isinstance(outcome, BaseException) else ("ok", outcome))
+                          for index, outcome in zip(chosen, outcomes, strict=True)]
+
+        return self._serve(job, target_name, needed, in_each)
 
 
 def _local_target(spec: _targets.TargetSpec, name: str) -> Any:
