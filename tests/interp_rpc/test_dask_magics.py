@@ -154,6 +154,13 @@ def test_profile_shows_a_lane_per_subinterpreter_of_each_process(cluster_pool: C
     ran = run("%parallel_profile")
     assert ran.error is None, ran.shown
     assert "12 / " in ran.out and "utilization" in ran.out, ran.out
+    # %%parallel: one bar in each subinterpreter of each process.
+    ran = run("%parallel x = 1")
+    assert ran.error is None, ran.shown
+    run("%parallel_profile -o cluster_profile")
+    prof = InteractiveShell.instance().user_ns["cluster_profile"]
+    assert sorted(r.worker for r in prof.records) == sorted(
+        int(w) for w in cluster_pool.subinterpreters())
 
 
 def test_map_profile_shows_functions_of_every_process(cluster_pool: ClusterPool,

@@ -81,6 +81,22 @@ def test_a_map_on_both_processes_is_all_there_in_lanes_by_process(pool: ClusterP
     assert prof.warnings() == []
 
 
+def test_another_hosts_times_are_moved_through_the_wall_clocks(
+        pool: ClusterPool, monkeypatch: pytest.MonkeyPatch) -> None:
+    from interp_rpc.dask import _profiling
+
+    # Seen from a caller on another host, the processes' monotonic times go
+    # through both hosts' wall clocks (here the same ones): still in order,
+    # within the span.
+    monkeypatch.setattr(_profiling.socket, "gethostname", lambda: "another-host")
+    with pool.profile() as prof:
+        list(pool.map("clustertasks.where", range(20), chunksize=2, timeout=CLUSTER_LIMIT))
+    records = prof.records
+    assert sorted(r.item for r in records) == list(range(20))
+    for r in records:
+        assert prof.start_ns <= r.started_ns <= r.finished_ns <= prof.end_ns, r
+
+
 def test_a_failed_item_is_marked(pool: ClusterPool) -> None:
     with pool.profile() as prof, pytest.raises(RemoteError):
         list(pool.map("math.sqrt", [1.0, 4.0, 9.0, 16.0, -1.0, 25.0], chunksize=3,
