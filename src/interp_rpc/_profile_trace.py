@@ -40,7 +40,7 @@ def events(profile: Profile) -> dict[str, Any]:
          "args": {"name": "caller"}},
     ]
     out += [{"ph": "M", "name": "thread_name", "pid": pid, "tid": w + 1,
-             "args": {"name": f"worker {w}"}} for w in range(profile.workers)]
+             "args": {"name": label}} for w, label in enumerate(profile.lane_labels())]
     requests: dict[int, list[ItemRecord]] = {}
     for r in profile.records:
         requests.setdefault(r.call_id, []).append(r)

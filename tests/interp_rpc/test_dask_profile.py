@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import itertools
+import json
 import os
 import re
 import signal
@@ -119,7 +120,7 @@ def test_the_function_profile_merges_every_process(pool: ClusterPool) -> None:
     assert called == 20
 
 
-def test_the_rendering_has_lanes_for_both_processes(pool: ClusterPool) -> None:
+def test_the_rendering_has_lanes_for_both_processes(pool: ClusterPool, tmp_path: Path) -> None:
     with pool.profile() as prof:
         list(pool.map("clustertasks.where", range(10), chunksize=1, timeout=CLUSTER_LIMIT))
     page = prof._repr_html_()
@@ -129,6 +130,10 @@ def test_the_rendering_has_lanes_for_both_processes(pool: ClusterPool) -> None:
     for pid in lane_pids(pool).values():
         assert f"process {pid} on" in svg
         assert f"process {pid} on" in page  # the interactive view's lane labels
+    trace = json.loads(prof.export(tmp_path / "cluster.json").read_text())
+    tracks = {e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "thread_name"}
+    for lane, pid in lane_pids(pool).items():
+        assert any(name.startswith(f"{lane}: process {pid} on") for name in tracks), tracks
 
 
 def run_blocked_map(pool: ClusterPool, directory: Path, gate: Path,

@@ -49,6 +49,7 @@ class ClusterProfileSession:
         #: Map chunks sent while the profile is on: job id -> its first item.
         self.chunk_offsets: dict[int, int] = {}
         self._processes: list[Process] = []
+        self._asked: set[str] = set()  # the processes asked to start profiling
         self.profile = model.Profile(workers=0, functions=functions, recording=True)
 
     def chunk_sent(self, job: int, first_item: int) -> None:
@@ -58,6 +59,7 @@ class ClusterProfileSession:
     def __enter__(self) -> model.Profile:
         pool = self._pool
         self._processes = pool._placement.live()
+        self._asked = {p.address for p in self._processes}
         answers = self._ask(pool._plugin_module.profile_start, self.functions)
         started = []
         for process in self._processes:
@@ -115,6 +117,8 @@ class ClusterProfileSession:
             profile.function_overhead_ns += answer["function_overhead_ns"]
             profile.worker_stats.update((process.first_index + worker, stats)
                                         for worker, stats in answer["worker_stats"].items())
+        profile.notes += [f"{_name(p)} joined during the profile: its work is not in it"
+                          for p in pool._placement.live() if p.address not in self._asked]
         records.sort(key=lambda r: (r.started_ns or r.enqueued_ns, r.worker))
         every = pool._placement.every()
         profile.workers = max((p.first_index + p.slots for p in every), default=0)
