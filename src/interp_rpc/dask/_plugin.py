@@ -45,7 +45,7 @@ from interp_rpc._errors import (
 from interp_rpc._exit_policy import EXIT_TIMEOUT
 from interp_rpc._map import MapRun
 from interp_rpc._pool import InterpreterPool
-from interp_rpc.dask import _error_mapping
+from interp_rpc.dask import _error_mapping, _profiling
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -296,7 +296,7 @@ class PoolPlugin(WorkerPlugin):
         session.__exit__(RuntimeError if failed else None, None, None)
         profile = session.profile
         records = list(profile.records)
-        mono, wall = time.monotonic_ns(), time.time_ns()
+        mono, wall = _profiling.clock_pair()
         return {"records": records, "start_ns": profile.start_ns, "end_ns": profile.end_ns,
                 "ran": any(r.ran for r in records), "notes": list(profile.notes),
                 "lost_records": profile.lost_records,

@@ -14,9 +14,9 @@ hosts' wall clocks: each process reads its monotonic and wall clocks
 together when its records are fetched, the caller does the same, and the
 difference of the two (wall - monotonic) offsets is added. The alignment is
 then as good as the hosts' wall-clock agreement (NTP keeps hosts of one
-network within about a millisecond, often far less), plus a few
-microseconds of reading the clocks; a wall-clock step on either host during
-the profile shifts that host's bars by the step.
+network within about a millisecond, often far less), plus the time one read
+of the clocks takes (well under a microsecond; see clock_pair). A wall-clock
+step on either host during the profile shifts that host's bars by the step.
 """
 
 from __future__ import annotations
@@ -137,10 +137,30 @@ def _name(process: Process) -> str:
     return f"process {process.pid} on {process.host}"
 
 
+#: Clock pairs read to find one not split by a preemption.
+CLOCK_TRIES = 5
+
+
+def clock_pair() -> tuple[int, int]:
+    """(monotonic, wall) read together: of a few tries, the wall read that
+    sat in the shortest window between two monotonic reads, against that
+    window's middle (a thread switched out between two reads would
+    otherwise skew the pair by the whole pause)."""
+    best: tuple[int, int, int] | None = None
+    for _ in range(CLOCK_TRIES):
+        before = time.monotonic_ns()
+        wall = time.time_ns()
+        after = time.monotonic_ns()
+        if best is None or after - before < best[0]:
+            best = (after - before, (before + after) // 2, wall)
+    assert best is not None
+    return best[1], best[2]
+
+
 def _clock_offset(clock: tuple[int, int]) -> int:
     """What turns the other host's monotonic times into the caller's."""
     mono, wall = clock
-    here_mono, here_wall = time.monotonic_ns(), time.time_ns()
+    here_mono, here_wall = clock_pair()
     return (wall - mono) - (here_wall - here_mono)
 
 
