@@ -120,6 +120,26 @@ def test_the_function_profile_merges_every_process(pool: ClusterPool) -> None:
     assert called == 20
 
 
+def test_a_profile_whose_end_was_interrupted_does_not_block_the_next(
+        pool: ClusterPool, monkeypatch: pytest.MonkeyPatch) -> None:
+    run = pool.client.run
+
+    def interrupted(function: Any, *args: Any, **kwargs: Any) -> Any:
+        if function.__name__ == "profile_stop":
+            raise KeyboardInterrupt
+        return run(function, *args, **kwargs)
+
+    monkeypatch.setattr(pool.client, "run", interrupted)
+    with pytest.raises(KeyboardInterrupt), pool.profile(functions=True):
+        list(pool.map("clustertasks.where", range(4), chunksize=1, timeout=CLUSTER_LIMIT))
+    monkeypatch.setattr(pool.client, "run", run)
+    # The processes' function profilers were left on: the next profile ends them.
+    with pool.profile(functions=True) as prof:
+        list(pool.map("clustertasks.where", range(4), chunksize=1, timeout=CLUSTER_LIMIT))
+    assert sorted(r.item for r in prof.records) == [0, 1, 2, 3]
+    assert prof.stats is not None
+
+
 def test_the_rendering_has_lanes_for_both_processes(pool: ClusterPool, tmp_path: Path) -> None:
     with pool.profile() as prof:
         list(pool.map("clustertasks.where", range(10), chunksize=1, timeout=CLUSTER_LIMIT))

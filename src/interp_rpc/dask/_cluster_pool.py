@@ -303,6 +303,9 @@ class ClusterPool(Executor):
         self._definitions: list[str] = []
         self._definitions_lock = threading.Lock()
         self._profile_sessions: set[_profiling.ClusterProfileSession] = set()
+        # Profiles whose end a Ctrl-C may have kept from the processes: the
+        # next profile ends them there first.
+        self._stale_profiles: list[str] = []
         if cluster is None:
             self._owned_cluster = distributed.LocalCluster(
                 n_workers=processes or os.process_cpu_count() or 1, threads_per_worker=1,

@@ -269,9 +269,13 @@ class PoolPlugin(WorkerPlugin):
 
         return self._serve(job, target_name, needed, in_each)
 
-    def start_profile(self, token: str, functions: bool) -> str | None:
-        """Start profiling this process's pool; why it could not, if it could not."""
+    def start_profile(self, token: str, functions: bool, stale: list[str]) -> str | None:
+        """Start profiling this process's pool, after ending the ``stale``
+        profiles (their caller was interrupted before it ended them); why it
+        could not, if it could not."""
         self.ready.wait()
+        for earlier in stale:
+            self.stop_profile(earlier, True)
         pool = self.pool
         if pool is None:
             return "its pool is closed"
@@ -395,14 +399,14 @@ def pool_records(name: str, after: int, dask_worker: Worker) -> list[Any]:
     return [] if plugin is None or plugin.pool is None else plugin.pool.call_records(after)
 
 
-async def profile_start(name: str, token: str, functions: bool,
+async def profile_start(name: str, token: str, functions: bool, stale: list[str],
                         dask_worker: Worker) -> str | None:
     """Start a profile of this process's pool (off the event loop: starting
     function profilers waits for every subinterpreter)."""
     plugin = _plugin(dask_worker, name)
     if plugin is None:
         return "the pool is closed on this dask worker"
-    return await asyncio.to_thread(plugin.start_profile, token, functions)
+    return await asyncio.to_thread(plugin.start_profile, token, functions, stale)
 
 
 async def profile_stop(name: str, token: str, failed: bool,

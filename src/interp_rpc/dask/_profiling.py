@@ -60,7 +60,13 @@ class ClusterProfileSession:
         pool = self._pool
         self._processes = pool._placement.live()
         self._asked = {p.address for p in self._processes}
-        answers = self._ask(pool._plugin_module.profile_start, self.functions)
+        stale = list(pool._stale_profiles)
+        try:
+            answers = self._ask(pool._plugin_module.profile_start, self.functions, stale)
+        except BaseException:  # Ctrl-C: the processes may have started it
+            pool._stale_profiles.append(self._token)
+            raise
+        pool._stale_profiles[:] = [t for t in pool._stale_profiles if t not in stale]
         started = []
         for process in self._processes:
             answer = answers.get(process.address, "it did not answer")
@@ -93,7 +99,11 @@ class ClusterProfileSession:
         pool = self._pool
         end_ns = time.monotonic_ns()
         pool._profile_sessions.discard(self)
-        answers = self._ask(pool._plugin_module.profile_stop, exc_info[0] is not None)
+        try:
+            answers = self._ask(pool._plugin_module.profile_stop, exc_info[0] is not None)
+        except BaseException:  # Ctrl-C: the next profile stops it in the processes
+            pool._stale_profiles.append(self._token)
+            raise
         here = socket.gethostname()
         profile = self.profile
         records: list[model.ItemRecord] = []
