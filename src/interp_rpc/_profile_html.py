@@ -72,7 +72,7 @@ def _ticks(span_ns: int, width: float, max_ticks: int = 8) -> list[tuple[float, 
 
 def lane_margin(profile: Profile, labels: list[str]) -> int:
     """The width left of the plot: room for the lanes' labels (a cluster's
-    name their process)."""
+    lanes name their process and host)."""
     if not profile.lane_groups:
         return LEFT
     return max(LEFT, min(WIDTH // 2, 12 + LABEL_CHAR_WIDTH * max(map(len, labels), default=0)))
