@@ -280,11 +280,13 @@ class PoolPlugin(WorkerPlugin):
         if pool is None:
             return "its pool is closed"
         session = pool.profile(functions=functions)
+        # Listed first: chunks sent from the moment it starts get their job noted.
+        self.profiles[token] = session
         try:
             session.__enter__()
         except Exception as exc:
+            del self.profiles[token]
             return f"{type(exc).__name__}: {exc}"
-        self.profiles[token] = session
         return None
 
     def stop_profile(self, token: str, failed: bool) -> dict[str, Any] | None:

@@ -61,9 +61,13 @@ class ClusterProfileSession:
         self._processes = pool._placement.live()
         self._asked = {p.address for p in self._processes}
         stale = list(pool._stale_profiles)
+        # Jobs sent while the processes start profiling may be in it: their
+        # first items are noted from now on.
+        pool._profile_sessions.add(self)
         try:
             answers = self._ask(pool._plugin_module.profile_start, self.functions, stale)
         except BaseException:  # Ctrl-C: the processes may have started it
+            pool._profile_sessions.discard(self)
             pool._stale_profiles.append(self._token)
             raise
         pool._stale_profiles[:] = [t for t in pool._stale_profiles if t not in stale]
@@ -76,9 +80,9 @@ class ClusterProfileSession:
                 self.profile.notes.append(f"{_name(process)} is not profiled: {answer}")
         self._processes = started
         if self.functions and self.profile.notes:
+            pool._profile_sessions.discard(self)
             self._ask(pool._plugin_module.profile_stop, True)
             raise InterpRpcError(f"cannot start the function profiler: {self.profile.notes[0]}")
-        pool._profile_sessions.add(self)
         self.profile.start_ns = time.monotonic_ns()
         return self.profile
 
