@@ -110,6 +110,9 @@ class Profile:
     item_timing_overhead_ns: int = 0  # estimated: reading the clock in workers
     function_overhead_ns: int = 0  # estimated: cProfile in workers
     notes: list[str] = field(default_factory=list)
+    #: On a cluster: (process, first lane, lanes) of each process, whose
+    #: lanes are its subinterpreters in order (empty: one local pool).
+    lane_groups: list[tuple[str, int, int]] = field(default_factory=list)
     recording: bool = False
     #: Builds item_records when they are first read (a session's exit stays
     #: cheap: 20,000 records take tens of milliseconds to build).
@@ -156,6 +159,15 @@ class Profile:
         """Each worker's function stats (workers that ran nothing profiled are left out)."""
         return {worker: pstats.Stats(cast(Any, _StatsData(data)))
                 for worker, data in sorted(self.worker_stats.items()) if data}
+
+    def lane_labels(self) -> list[str]:
+        """What each lane is called in the views."""
+        labels = [f"worker {w}" for w in range(self.workers)]
+        for process, first, lanes in self.lane_groups:
+            for sub in range(lanes):
+                if first + sub < self.workers:
+                    labels[first + sub] = f"{first + sub}: {process} #{sub}"
+        return labels
 
     def ran(self) -> list[ItemRecord]:
         return [r for r in self.records if r.ran]

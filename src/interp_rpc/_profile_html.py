@@ -41,6 +41,7 @@ MUTED = "#59636e"  # 6.1:1 on white
 LANE = "#f0f2f4"
 
 WIDTH, LEFT, RIGHT, TOP, LANE_HEIGHT = 900, 76, 12, 40, 26
+LABEL_CHAR_WIDTH = 6  # about, at font-size 11
 
 
 def target_colours(profile: Profile) -> dict[str, str]:
@@ -69,17 +70,27 @@ def _ticks(span_ns: int, width: float, max_ticks: int = 8) -> list[tuple[float, 
     return ticks
 
 
+def lane_margin(profile: Profile, labels: list[str]) -> int:
+    """The width left of the plot: room for the lanes' labels (a cluster's
+    lanes name their process and host)."""
+    if not profile.lane_groups:
+        return LEFT
+    return max(LEFT, min(WIDTH // 2, 12 + LABEL_CHAR_WIDTH * max(map(len, labels), default=0)))
+
+
 def static_svg(profile: Profile, width: int = WIDTH) -> str:
     """The timeline as a self-contained SVG (its own background and colours)."""
     colours = target_colours(profile)
-    plot = width - LEFT - RIGHT
+    labels = profile.lane_labels()
+    left = lane_margin(profile, labels)
+    plot = width - left - RIGHT
     legend_rows = 1 + (len(colours) + 4) // 5
     height = TOP + LANE_HEIGHT * profile.workers + 30 + 18 * legend_rows
     span = max(1, profile.wall_ns)
     origin = profile.start_ns
 
     def x(ns: int) -> float:
-        return LEFT + (ns - origin) * plot / span
+        return left + (ns - origin) * plot / span
 
     ran = profile.ran()
     aggregated = sum(r.count for r in ran) > AGGREGATE_ABOVE
@@ -90,20 +101,21 @@ def static_svg(profile: Profile, width: int = WIDTH) -> str:
              f'font-family="sans-serif" font-size="11" role="img">',
              f"<title>{html_lib.escape(title)}</title>",
              f'<rect width="{width}" height="{height}" fill="#ffffff"/>',
-             f'<text x="{LEFT}" y="16" fill="{TEXT}" font-weight="bold">'
+             f'<text x="{left}" y="16" fill="{TEXT}" font-weight="bold">'
              f"{html_lib.escape(title)}</text>"]
     if aggregated:
-        parts.append(f'<text x="{LEFT}" y="30" fill="{MUTED}">{sum(r.count for r in ran):,} '
+        parts.append(f'<text x="{left}" y="30" fill="{MUTED}">{sum(r.count for r in ran):,} '
                      f"items aggregated per pixel column (more than {AGGREGATE_ABOVE:,}): "
                      "shade = share of the column busy, colour = the column's main target"
                      "</text>")
     elif profile.warnings():
-        parts.append(f'<text x="{LEFT}" y="30" fill="{PROBLEM_COLOUR}">'
+        parts.append(f'<text x="{left}" y="30" fill="{PROBLEM_COLOUR}">'
                      f"{html_lib.escape(profile.warnings()[0][:140])}</text>")
     for w in range(profile.workers):
         y = TOP + w * LANE_HEIGHT
-        parts.append(f'<text x="4" y="{y + 16}" fill="{TEXT}">worker {w}</text>')
-        parts.append(f'<rect x="{LEFT}" y="{y + 2}" width="{plot}" height="{LANE_HEIGHT - 4}" '
+        parts.append(f'<text x="4" y="{y + 16}" fill="{TEXT}">'
+                     f"{html_lib.escape(labels[w])}</text>")
+        parts.append(f'<rect x="{left}" y="{y + 2}" width="{plot}" height="{LANE_HEIGHT - 4}" '
                      f'fill="{LANE}"/>')
     if aggregated:
         for w, columns in enumerate(aggregate(profile, plot)):
@@ -112,11 +124,11 @@ def static_svg(profile: Profile, width: int = WIDTH) -> str:
                 if not count:
                     continue
                 opacity = max(0.25, min(1.0, busy))
-                parts.append(f'<rect x="{LEFT + col}" y="{y + 4}" width="1" '
+                parts.append(f'<rect x="{left + col}" y="{y + 4}" width="1" '
                              f'height="{LANE_HEIGHT - 8}" fill="{colours[target]}" '
                              f'fill-opacity="{opacity:.2f}"/>')
                 if problems:
-                    parts.append(f'<rect x="{LEFT + col}" y="{y + 2}" width="1" height="3" '
+                    parts.append(f'<rect x="{left + col}" y="{y + 2}" width="1" height="3" '
                                  f'fill="{PROBLEM_COLOUR}"/>')
     else:
         for r in ran:
@@ -128,9 +140,12 @@ def static_svg(profile: Profile, width: int = WIDTH) -> str:
                          f'height="{LANE_HEIGHT - 10}" fill="{colours[r.target]}"{stroke}/>')
             if problem:
                 parts.append(f'<path d="M{bx:.2f} {y + 1}l4 0l-2 4z" fill="{PROBLEM_COLOUR}"/>')
+    for _, first, _ in profile.lane_groups[1:]:  # a line between processes
+        y = TOP + first * LANE_HEIGHT
+        parts.append(f'<line x1="0" x2="{width}" y1="{y}" y2="{y}" stroke="{MUTED}"/>')
     axis_y = TOP + LANE_HEIGHT * profile.workers
     for offset, label in _ticks(span, plot):
-        tx = LEFT + offset * plot / span
+        tx = left + offset * plot / span
         parts.append(f'<line x1="{tx:.1f}" x2="{tx:.1f}" y1="{axis_y}" y2="{axis_y + 4}" '
                      f'stroke="{MUTED}"/>')
         parts.append(f'<text x="{tx:.1f}" y="{axis_y + 15}" fill="{MUTED}" '
@@ -202,6 +217,8 @@ def _item_data(profile: Profile, colours: dict[str, str]) -> dict[str, Any]:
     o = profile.start_ns
     return {
         "workers": profile.workers, "span": profile.wall_ns, "targets": targets,
+        "laneLabels": (labels := profile.lane_labels()),
+        "left": lane_margin(profile, labels),
         "colours": [colours[t] for t in targets], "outcomes": outcomes,
         "problems": [outcomes.index(x) for x in outcomes if x in model.PROBLEMS],
         "aggregateAbove": AGGREGATE_ABOVE, "truncated": len(profile.ran()) - len(ran),

@@ -102,7 +102,7 @@ SCRIPT = r"""
 
   var d = data('irpc-data');
   if (d) (function () {  // the timeline (a function profile alone has none)
-    var W = 900, LEFT = 76, RIGHT = 12, TOP = 30, LANE = 26, PLOT = W - LEFT - RIGHT;
+    var W = 900, LEFT = d.left || 76, RIGHT = 12, TOP = 30, LANE = 26, PLOT = W - LEFT - RIGHT;
     var H = TOP + LANE * d.workers + 24 + 18 * (1 + Math.floor((d.targets.length + 4) / 5));
     var live = root.querySelector('.irpc-live');
     var v = view(live, W, H), svg = v.svg, el = v.el;
@@ -129,7 +129,8 @@ SCRIPT = r"""
       v.clear(); v.hide();
       svg.setAttribute('data-view-start', v0); svg.setAttribute('data-view-end', v1);
       for (var w = 0; w < d.workers; w++) {
-        el('text', {x: 4, y: TOP + w * LANE + 16, fill: 'currentColor'}, 'worker ' + w);
+        el('text', {x: 4, y: TOP + w * LANE + 16, fill: 'currentColor'},
+           d.laneLabels ? d.laneLabels[w] : 'worker ' + w);
         el('rect', {x: LEFT, y: TOP + w * LANE + 2, width: PLOT, height: LANE - 4, 'class': 'lane'});
       }
       var visible = [];

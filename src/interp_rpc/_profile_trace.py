@@ -37,10 +37,11 @@ def events(profile: Profile) -> dict[str, Any]:
         {"ph": "M", "name": "process_name", "pid": pid, "tid": CALLER_TID,
          "args": {"name": f"interp-rpc pool ({profile.workers} workers)"}},
         {"ph": "M", "name": "thread_name", "pid": pid, "tid": CALLER_TID,
-         "args": {"name": "caller"}},
+         # On a cluster, each process's dask tasks submit its requests.
+         "args": {"name": "dask tasks" if profile.lane_groups else "caller"}},
     ]
     out += [{"ph": "M", "name": "thread_name", "pid": pid, "tid": w + 1,
-             "args": {"name": f"worker {w}"}} for w in range(profile.workers)]
+             "args": {"name": label}} for w, label in enumerate(profile.lane_labels())]
     requests: dict[int, list[ItemRecord]] = {}
     for r in profile.records:
         requests.setdefault(r.call_id, []).append(r)

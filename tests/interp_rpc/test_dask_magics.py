@@ -140,13 +140,37 @@ def test_status_groups_subinterpreters_by_process(cluster_pool: ClusterPool, run
     assert ran.out.count("idle") == 2, ran.out
 
 
-def test_profile_says_cluster_runs_are_not_profiled(cluster_pool: ClusterPool,
-                                                    run: Run) -> None:
-    run("%parallel_map math.sqrt [1.0]")
+def test_profile_shows_a_lane_per_subinterpreter_of_each_process(cluster_pool: ClusterPool,
+                                                                  run: Run) -> None:
+    ran = run("%parallel_map --chunksize 1 clustertasks.where range(12)")
+    assert ran.error is None, ran.shown
+    ran = run("%parallel_profile -o cluster_profile")
+    assert ran.error is None, ran.shown
+    prof = InteractiveShell.instance().user_ns["cluster_profile"]
+    assert sorted(r.item for r in prof.records) == list(range(12))
+    page = prof._repr_html_()
+    for pid in pids(cluster_pool):
+        assert f"process {pid} on" in page
     ran = run("%parallel_profile")
-    assert "runs on a dask cluster are not profiled" in ran.out
-    ran = run("%parallel_map --profile math.sqrt [1.0]")
-    assert isinstance(ran.error, UsageError)
+    assert ran.error is None, ran.shown
+    assert "12 / " in ran.out and "utilization" in ran.out, ran.out
+    # %%parallel: one bar in each subinterpreter of each process.
+    ran = run("%parallel x = 1")
+    assert ran.error is None, ran.shown
+    run("%parallel_profile -o cluster_profile")
+    prof = InteractiveShell.instance().user_ns["cluster_profile"]
+    assert sorted(r.worker for r in prof.records) == sorted(
+        int(w) for w in cluster_pool.subinterpreters())
+
+
+def test_map_profile_shows_functions_of_every_process(cluster_pool: ClusterPool,
+                                                      run: Run) -> None:
+    ran = run("%parallel_map --profile --chunksize 2 clustertasks.where range(20)")
+    assert ran.error is None, ran.shown
+    assert "where" in ran.out, ran.out
+    ran = run("%parallel_profile --functions -o cluster_profile")
+    prof = InteractiveShell.instance().user_ns["cluster_profile"]
+    assert len(prof.worker_stats) == 2
 
 
 # ------------------------------------------------------------------- Ctrl-C

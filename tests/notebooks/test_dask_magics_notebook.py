@@ -5,6 +5,7 @@ cluster outlives the kernel."""
 from __future__ import annotations
 
 import ast
+import base64
 import re
 import time
 from pathlib import Path
@@ -27,6 +28,8 @@ CELLS = {
     "define": "%%parallel\nimport os\ndef where(x):\n    return (os.getpid(), x)\n",
     "map": "found = %parallel_map where range(20)\n"
            "print([x for _, x in found] == list(range(20)), len({p for p, _ in found}))",
+    "profile": "%parallel_profile",
+    "functions": "%parallel_map --profile where range(8)",
     "statement": "%parallel print('hello')",
     "status": "%parallel_status --watch 0",
     "bad": "%parallel_pool --dask local:0",
@@ -72,6 +75,16 @@ def test_status_groups_by_process(cells: dict[str, Any]) -> None:
     table = shown(cells["status"], "text/html")
     assert table.count('class="interp-rpc-process"') == 2, table
     assert table.count('class="interp-rpc-idle"') == 2, table
+
+
+def test_the_profile_has_lanes_for_both_processes(cells: dict[str, Any]) -> None:
+    page = shown(cells["profile"], "text/html")
+    marker = 'src="data:image/svg+xml;base64,'
+    assert marker in page, cells["profile"].outputs
+    picture = base64.b64decode(page.split(marker, 1)[1].split('"', 1)[0]).decode()
+    assert "20 items" in picture
+    assert len(set(re.findall(r"process (\d+) on", picture))) == 2, picture
+    assert "where" in shown(cells["functions"], "text/plain"), cells["functions"].outputs
 
 
 def test_bad_values_are_usage_errors_and_the_pool_stays(cells: dict[str, Any]) -> None:

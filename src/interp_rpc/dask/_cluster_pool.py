@@ -29,7 +29,7 @@ from interp_rpc._errors import (
 from interp_rpc._exit_policy import EXIT_TIMEOUT
 from interp_rpc._records import CallRecord, PoolStats, WorkerStatus
 from interp_rpc._validation import check_timeout
-from interp_rpc.dask import _cluster_map, _error_mapping, _request
+from interp_rpc.dask import _cluster_map, _error_mapping, _profiling, _request
 from interp_rpc.dask._placement import ClusterWorker, Placement, Process
 
 if TYPE_CHECKING:
@@ -302,6 +302,10 @@ class ClusterPool(Executor):
         # order; the scheduler keeps the runs themselves (see _plugin).
         self._definitions: list[str] = []
         self._definitions_lock = threading.Lock()
+        self._profile_sessions: set[_profiling.ClusterProfileSession] = set()
+        # Profiles whose end a Ctrl-C may have kept from the processes: the
+        # next profile ends them there first.
+        self._stale_profiles: list[str] = []
         if cluster is None:
             self._owned_cluster = distributed.LocalCluster(
                 n_workers=processes or os.process_cpu_count() or 1, threads_per_worker=1,
@@ -416,6 +420,25 @@ class ClusterPool(Executor):
         return _cluster_map.MapResults(_cluster_map.ClusterMapRun(
             self, fn, iterables, timeout=timeout, chunksize=chunksize, buffersize=buffersize))
 
+    def profile(self, functions: bool = False) -> _profiling.ClusterProfileSession:
+        """Profile what the cluster runs in a ``with`` block, as
+        ``InterpreterPool.profile()`` does::
+
+            with pool.profile() as prof:
+                pool.map(f, items)
+
+        Each process times its own subinterpreters' work; at the end of the
+        block the caller fetches each process's records (one request per
+        process) and ``prof`` merges them: one lane per subinterpreter of the
+        cluster (``prof.lane_groups`` says which process holds which lanes),
+        times on this process's clock (how precisely: see
+        ``interp_rpc.dask._profiling``). With ``functions=True``,
+        ``prof.stats`` merges the function stats of every subinterpreter of
+        every process. A process that dies meanwhile leaves a note in the
+        profile, not an error.
+        """
+        return _profiling.ClusterProfileSession(self, functions)
+
     def _on_every_worker(self, target: object, args: tuple[Any, ...] = (),
                          kwargs: dict[str, Any] | None = None, timeout: float | None = None,
                          workers: Collection[int] | None = None
@@ -497,6 +520,9 @@ class ClusterPool(Executor):
                 f"the pool is closed; cannot call {job.request.name!r}"))
             return
         job.future.add_done_callback(lambda _: self._forget(job))
+        if job.everywhere is None:
+            for session in list(self._profile_sessions):
+                session.chunk_sent(job.id, job.item_offset)
         self._dispatch(job, exclude=frozenset())
 
     def _forget(self, job: _Job) -> None:

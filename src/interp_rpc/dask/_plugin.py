@@ -43,13 +43,16 @@ from interp_rpc._errors import (
     WorkerInitFailure,
 )
 from interp_rpc._exit_policy import EXIT_TIMEOUT
+from interp_rpc._map import MapRun
 from interp_rpc._pool import InterpreterPool
-from interp_rpc.dask import _error_mapping
+from interp_rpc.dask import _error_mapping, _profiling
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from distributed import Worker
+
+    from interp_rpc._profiling import ProfileSession
 
 #: How a job's outcome travels back: ("ok", value), ("error", description),
 #: or for a map chunk whose item failed ("error", description, the results
@@ -96,6 +99,11 @@ class PoolPlugin(WorkerPlugin):
         self.applied: set[str] = set()
         self.replayed = 0
         self.replay_lock = threading.Lock()
+        # The profiles on (ClusterPool.profile()), by token, and while one is
+        # on, which job each map chunk's request (local call id) served.
+        self.profiles: dict[str, ProfileSession] = {}
+        self.chunk_jobs: dict[int, int] = {}
+        self.dispatch_lock = threading.Lock()
 
     def __getstate__(self) -> dict[str, Any]:
         return {"name": self.name, "workers_per_process": self.workers_per_process,
@@ -220,7 +228,16 @@ class PoolPlugin(WorkerPlugin):
                     return "ok", pool.call(target, *args, **kwargs)
                 (items,) = args
                 iterables = tuple(zip(*items, strict=True)) if mode == "starchunk" else (items,)
-                return "ok", pool._map(target, iterables, chunksize=len(items))
+                with self.dispatch_lock:
+                    # One chunk, so one request, sent here: while a profile
+                    # is on, the ids taken meanwhile are this job's.
+                    before = int(pool._engine.last_call_id)
+                    run = MapRun(pool, target, iterables, timeout=None, chunksize=len(items),
+                                 buffersize=None)
+                    if self.profiles:
+                        for call_id in range(before + 1, int(pool._engine.last_call_id) + 1):
+                            self.chunk_jobs[call_id] = job
+                return "ok", run.collect()
             except RemoteError as exc:
                 # A failing map item: the chunk's results before it go back
                 # too, so the caller yields them before raising, as the local
@@ -251,6 +268,49 @@ class PoolPlugin(WorkerPlugin):
                           for index, outcome in zip(chosen, outcomes, strict=True)]
 
         return self._serve(job, target_name, needed, in_each)
+
+    def start_profile(self, token: str, functions: bool, stale: list[str]) -> str | None:
+        """Start profiling this process's pool, after ending the ``stale``
+        profiles (their caller was interrupted before it ended them); why it
+        could not, if it could not."""
+        self.ready.wait()
+        for earlier in stale:
+            self.stop_profile(earlier, True)
+        pool = self.pool
+        if pool is None:
+            return "its pool is closed"
+        session = pool.profile(functions=functions)
+        # Listed first: chunks sent from the moment it starts get their job noted.
+        self.profiles[token] = session
+        try:
+            session.__enter__()
+        except Exception as exc:
+            del self.profiles[token]
+            return f"{type(exc).__name__}: {exc}"
+        return None
+
+    def stop_profile(self, token: str, failed: bool) -> dict[str, Any] | None:
+        """End a profile started here: its records and totals as plain data,
+        with this process's clocks read together (see dask._profiling).
+        ``failed``: the profiled block raised (stop waiting on busy workers sooner)."""
+        session = self.profiles.pop(token, None)
+        chunk_jobs = dict(self.chunk_jobs)
+        if not self.profiles:
+            self.chunk_jobs = {}
+        if session is None:
+            return None
+        session.__exit__(RuntimeError if failed else None, None, None)
+        profile = session.profile
+        records = list(profile.records)
+        mono, wall = _profiling.clock_pair()
+        return {"records": records, "start_ns": profile.start_ns, "end_ns": profile.end_ns,
+                "ran": any(r.ran for r in records), "notes": list(profile.notes),
+                "lost_records": profile.lost_records,
+                "item_timing_overhead_ns": profile.item_timing_overhead_ns,
+                "function_overhead_ns": profile.function_overhead_ns,
+                "worker_stats": dict(profile.worker_stats),
+                "chunk_jobs": chunk_jobs, "host": socket.gethostname(),
+                "clock": (mono, wall)}
 
 
 def _local_target(spec: _targets.TargetSpec, name: str) -> Any:
@@ -339,6 +399,24 @@ def pool_stats(name: str, dask_worker: Worker) -> Any:
 def pool_records(name: str, after: int, dask_worker: Worker) -> list[Any]:
     plugin = _plugin(dask_worker, name)
     return [] if plugin is None or plugin.pool is None else plugin.pool.call_records(after)
+
+
+async def profile_start(name: str, token: str, functions: bool, stale: list[str],
+                        dask_worker: Worker) -> str | None:
+    """Start a profile of this process's pool (off the event loop: starting
+    function profilers waits for every subinterpreter)."""
+    plugin = _plugin(dask_worker, name)
+    if plugin is None:
+        return "the pool is closed on this dask worker"
+    return await asyncio.to_thread(plugin.start_profile, token, functions, stale)
+
+
+async def profile_stop(name: str, token: str, failed: bool,
+                       dask_worker: Worker) -> dict[str, Any] | None:
+    plugin = _plugin(dask_worker, name)
+    if plugin is None:
+        return None
+    return await asyncio.to_thread(plugin.stop_profile, token, failed)
 
 
 def running_job(name: str, job: int, dask_worker: Worker) -> tuple[int, float] | None:

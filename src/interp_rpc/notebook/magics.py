@@ -105,10 +105,6 @@ def _cluster_options(spec: str, connect_timeout: float | None) -> dict[str, Any]
     return {"cluster": None, "processes": int(count), "connect_timeout": None}
 
 
-def _is_cluster(pool: Pool) -> bool:
-    return not isinstance(pool, InterpreterPool)
-
-
 def _worker_list(text: str) -> list[int]:
     """--targets "0,2": worker indices (validated against the pool later)."""
     try:
@@ -326,11 +322,11 @@ class ParallelMagics(Magics):
                 if streamed is not None:
                     streamed.stop()
         else:
-            self.last_profile = None
             kind = "cell" if from_cell else "line"
-            outcomes = _run_on_cluster(pool, targets if args.targets is not None else None,
-                                       (source, filename), args.timeout,
-                                       f"the %%parallel {kind} In[{cell_number}]")
+            with pool.profile() as self.last_profile:
+                outcomes = _run_on_cluster(pool, targets if args.targets is not None else None,
+                                           (source, filename), args.timeout,
+                                           f"the %%parallel {kind} In[{cell_number}]")
         _show_outputs({i: o["stdout"] for i, o in outcomes.items() if isinstance(o, dict)},
                       sys.stdout)
         _show_outputs({i: o["stderr"] for i, o in outcomes.items() if isinstance(o, dict)},
@@ -457,12 +453,11 @@ class ParallelMagics(Magics):
         items = self._items(source)
         pool = self.pool
         if not isinstance(pool, InterpreterPool):
+            with pool.profile(functions=args.profile) as self.last_profile:
+                results = self._map_on_cluster(pool, target, items, args.timeout,
+                                               args.chunksize, args.out)
             if args.profile:
-                raise UsageError("--profile needs a pool in this process: profiles are not "
-                                 "recorded on a dask cluster (%parallel_pool --local)")
-            self.last_profile = None
-            results = self._map_on_cluster(pool, target, items, args.timeout, args.chunksize,
-                                           args.out)
+                profile.show(self.last_profile, functions=True)
             if args.out:
                 self.shell.user_ns[args.out] = results
                 return None
@@ -642,10 +637,6 @@ class ParallelMagics(Magics):
         if args.out is not None and (not args.out.isidentifier() or keyword.iskeyword(args.out)):
             raise UsageError(f"-o NAME must be a Python identifier, not {args.out!r}")
         last = self.last_profile
-        if last is None and self._pool is not None and _is_cluster(self._pool):
-            print("No profile: runs on a dask cluster are not profiled yet "
-                  "(%parallel_pool --local runs in this process, where they are).")
-            return
         if last is None:
             print("No parallel run to profile yet: run %parallel_map or %%parallel first.")
             return

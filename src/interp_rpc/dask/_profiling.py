@@ -1,0 +1,199 @@
+"""ClusterPool.profile(): every process profiles its own pool; the caller merges.
+
+Each dask worker process runs ``pool.profile()`` on its InterpreterPool for
+the length of the ``with`` block (started and ended with one request per
+process), so map items are timed where they run, as in a local pool. At the
+end the caller collects each process's records once and merges them into one
+Profile: one lane per subinterpreter of the cluster (its ClusterWorker
+index), grouped by process, map items numbered as in the whole map.
+
+Clocks: records carry each process's ``time.monotonic_ns()``. Processes on
+the caller's host share its monotonic clock, so their times are exact.
+Another host's times are moved onto the caller's clock through the two
+hosts' wall clocks: each process reads its monotonic and wall clocks
+together when its records are fetched, the caller does the same, and the
+difference of the two (wall - monotonic) offsets is added. The alignment is
+then as good as the hosts' wall-clock agreement (NTP keeps hosts of one
+network within about a millisecond, often far less), plus the time one read
+of the clocks takes (well under a microsecond; see clock_pair). A wall-clock
+step on either host during the profile shifts that host's bars by the step.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import socket
+import threading
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from interp_rpc import _profile as model
+from interp_rpc._errors import InterpRpcError
+
+if TYPE_CHECKING:
+    from interp_rpc.dask._cluster_pool import ClusterPool
+    from interp_rpc.dask._placement import Process
+
+
+class ClusterProfileSession:
+    """The context manager ``ClusterPool.profile()`` returns; ``with`` gives the Profile."""
+
+    def __init__(self, pool: ClusterPool, functions: bool) -> None:
+        if not isinstance(functions, bool):
+            raise TypeError(f"functions must be True or False, not {functions!r}")
+        self._pool = pool
+        self.functions = functions
+        self._token = uuid.uuid4().hex
+        self._lock = threading.Lock()
+        #: Map chunks sent while the profile is on: job id -> its first item.
+        self.chunk_offsets: dict[int, int] = {}
+        self._processes: list[Process] = []
+        self._asked: set[str] = set()  # the processes asked to start profiling
+        self.profile = model.Profile(workers=0, functions=functions, recording=True)
+
+    def chunk_sent(self, job: int, first_item: int) -> None:
+        with self._lock:
+            self.chunk_offsets[job] = first_item
+
+    def __enter__(self) -> model.Profile:
+        pool = self._pool
+        self._processes = pool._placement.live()
+        self._asked = {p.address for p in self._processes}
+        stale = list(pool._stale_profiles)
+        # Jobs sent while the processes start profiling may be in it: their
+        # first items are noted from now on.
+        pool._profile_sessions.add(self)
+        try:
+            answers = self._ask(pool._plugin_module.profile_start, self.functions, stale)
+        except BaseException:  # Ctrl-C: the processes may have started it
+            pool._profile_sessions.discard(self)
+            pool._stale_profiles.append(self._token)
+            raise
+        pool._stale_profiles[:] = [t for t in pool._stale_profiles if t not in stale]
+        started = []
+        for process in self._processes:
+            answer = answers.get(process.address, "it did not answer")
+            if answer is None:
+                started.append(process)
+            else:
+                self.profile.notes.append(f"{_name(process)} is not profiled: {answer}")
+        self._processes = started
+        if self.functions and self.profile.notes:
+            pool._profile_sessions.discard(self)
+            self._ask(pool._plugin_module.profile_stop, True)
+            raise InterpRpcError(f"cannot start the function profiler: {self.profile.notes[0]}")
+        self.profile.start_ns = time.monotonic_ns()
+        return self.profile
+
+    def _ask(self, function: Any, *args: Any) -> dict[str, Any]:
+        """One request per process; each process's answer, or the error it gave."""
+        client = self._pool._client
+        if client.status != "running" or not self._processes:
+            return {}
+        try:
+            answers: dict[str, Any] = client.run(
+                function, self._pool._name, self._token, *args,
+                workers=[p.address for p in self._processes], on_error="return")
+        except Exception as exc:
+            return {p.address: exc for p in self._processes}
+        return answers
+
+    def __exit__(self, *exc_info: object) -> None:
+        pool = self._pool
+        end_ns = time.monotonic_ns()
+        pool._profile_sessions.discard(self)
+        try:
+            answers = self._ask(pool._plugin_module.profile_stop, exc_info[0] is not None)
+        except BaseException:  # Ctrl-C: the next profile stops it in the processes
+            pool._stale_profiles.append(self._token)
+            raise
+        here = socket.gethostname()
+        profile = self.profile
+        records: list[model.ItemRecord] = []
+        spans: list[tuple[int, int]] = []
+        call_ids: dict[tuple[str, int], int] = {}
+        for process in self._processes:
+            answer = answers.get(process.address)
+            if not isinstance(answer, dict):
+                why = ("it died during the profile" if process.gone or answer is None
+                       else f"{type(answer).__name__}: {answer}")
+                profile.notes.append(f"{_name(process)} gave no records ({why}): its work "
+                                     "is missing here")
+                continue
+            shift = 0 if answer["host"] == here else _clock_offset(answer["clock"])
+            records += _moved(answer, process, shift, self.chunk_offsets, call_ids)
+            if answer["ran"]:
+                spans.append((answer["start_ns"] + shift, answer["end_ns"] + shift))
+            profile.notes += [f"{_name(process)}: {note}" for note in answer["notes"]]
+            profile.lost_records += answer["lost_records"]
+            profile.item_timing_overhead_ns += answer["item_timing_overhead_ns"]
+            profile.function_overhead_ns += answer["function_overhead_ns"]
+            profile.worker_stats.update((process.first_index + worker, stats)
+                                        for worker, stats in answer["worker_stats"].items())
+        profile.notes += [f"{_name(p)} joined during the profile: its work is not in it"
+                          for p in pool._placement.live() if p.address not in self._asked]
+        records.sort(key=lambda r: (r.started_ns or r.enqueued_ns, r.worker))
+        every = pool._placement.every()
+        profile.workers = max((p.first_index + p.slots for p in every), default=0)
+        profile.lane_groups = [(_name(p) + (" (gone)" if p.gone else ""), p.first_index,
+                                p.slots) for p in every]
+        profile.item_records = records
+        if spans:
+            profile.start_ns = min(start for start, _ in spans)
+            profile.end_ns = max(end for _, end in spans)
+        else:
+            profile.end_ns = end_ns
+        profile.recording = False
+
+
+def _name(process: Process) -> str:
+    return f"process {process.pid} on {process.host}"
+
+
+#: Clock pairs read to find one not split by a preemption.
+CLOCK_TRIES = 5
+
+
+def clock_pair() -> tuple[int, int]:
+    """(monotonic, wall) read together: of a few tries, the wall read that
+    sat in the shortest window between two monotonic reads, against that
+    window's middle (a thread switched out between two reads would
+    otherwise skew the pair by the whole pause)."""
+    best: tuple[int, int, int] | None = None
+    for _ in range(CLOCK_TRIES):
+        before = time.monotonic_ns()
+        wall = time.time_ns()
+        after = time.monotonic_ns()
+        if best is None or after - before < best[0]:
+            best = (after - before, (before + after) // 2, wall)
+    assert best is not None
+    return best[1], best[2]
+
+
+def _clock_offset(clock: tuple[int, int]) -> int:
+    """What turns the other host's monotonic times into the caller's."""
+    mono, wall = clock
+    here_mono, here_wall = clock_pair()
+    return (wall - mono) - (here_wall - here_mono)
+
+
+def _moved(answer: dict[str, Any], process: Process, shift: int,
+           chunk_offsets: dict[int, int], call_ids: dict[tuple[str, int], int]
+           ) -> list[model.ItemRecord]:
+    """A process's records in the caller's terms: cluster-wide workers and
+    request ids, map items numbered in their map, times on the caller's clock."""
+    chunk_jobs: dict[int, int] = answer["chunk_jobs"]
+    out = []
+    for r in answer["records"]:
+        first = chunk_offsets.get(chunk_jobs.get(r.call_id, -1), 0)
+        call_id = call_ids.setdefault((process.address, r.call_id), len(call_ids))
+        out.append(dataclasses.replace(
+            r, call_id=call_id,
+            worker=process.first_index + r.worker if r.worker >= 0 else -1,
+            item=None if r.item is None else first + r.item,
+            enqueued_ns=r.enqueued_ns + shift if r.enqueued_ns else 0,
+            started_ns=r.started_ns + shift if r.started_ns else 0,
+            finished_ns=r.finished_ns + shift if r.finished_ns else 0,
+            request_started_ns=r.request_started_ns + shift if r.request_started_ns else 0))
+    return out
