@@ -17,7 +17,6 @@ Items that really are slow still bring the size down within a few chunks.
 from __future__ import annotations
 
 import collections
-import statistics
 
 #: Items in the first chunk: workers start at once.
 FIRST_CHUNK = 4
@@ -45,7 +44,13 @@ class ChunkSizer:
     @property
     def item_ns(self) -> float | None:
         """The estimated worker time of one item, once a chunk has finished."""
-        return statistics.median(self._costs) if self._costs else None
+        if not self._costs:
+            return None
+        # Not statistics.median: importing statistics imports decimal and
+        # fractions, which every `import interp_rpc` would then pay for.
+        costs = sorted(self._costs)
+        middle = len(costs) // 2
+        return costs[middle] if len(costs) % 2 else (costs[middle - 1] + costs[middle]) / 2
 
     def next_size(self) -> int:
         size = min(max(FIRST_CHUNK, self._last * 2), self._balanced)

@@ -60,3 +60,12 @@ def test_no_measurement_no_cost() -> None:
     sizer.observe(1000, 0)
     assert sizer.item_ns is None
     assert sizer.next_size() == FIRST_CHUNK
+
+
+def test_the_cost_is_the_median_of_the_last_chunks() -> None:
+    sizer = ChunkSizer(balanced=100)
+    for cost in (300, 100, 200, 10_000):
+        sizer.observe(cost, 1)
+    assert sizer.item_ns == 250  # an even count: the mean of the middle two
+    sizer.observe(50, 1)
+    assert sizer.item_ns == 200

@@ -39,3 +39,16 @@ def test_reply_kinds_of_the_workers_agree_with_the_engine() -> None:
     assert len(set(worker_kinds.values())) == 6
     assert worker_kinds["RETURNED"] == _core.REPLY_OK
     assert _core.REPLY_ENGINE_ERROR not in worker_kinds.values()
+
+
+def test_importing_the_package_stays_light() -> None:
+    # decimal (pulled in by statistics) and json are what an init= typically
+    # imports: the package itself must not, or a pool's start looks cheaper
+    # than it is, and every kernel start pays for them.
+    import subprocess
+
+    probe = ("import sys, interp_rpc; "
+             "print(sorted(m for m in ('decimal', 'statistics', 'json') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"
