@@ -285,12 +285,15 @@ class InterpreterPool(Executor):
     # -------------------------------------------------------------- internals
 
     def _encode(self, target: object, args: tuple[Any, ...], kwargs: dict[str, Any],
-                mode: str = "call", item_index: int = -1
+                mode: str = "call", item_index: int = -1,
+                normalized: tuple[_targets.TargetSpec, str] | None = None
                 ) -> tuple[str, bytes, list[Any], int, int]:
-        """(display name, request, out-of-band buffers, submitted ns, serialize ns)."""
+        """(display name, request, out-of-band buffers, submitted ns, serialize ns).
+        ``normalized``: what _targets.normalize(target) returned already (a
+        map's chunks all have the same target)."""
         if mode == "call" and isinstance(target, functools.partial):
             target, args, kwargs = _targets.unwrap_partial(target, args, kwargs)
-        spec, name = _targets.normalize(target)
+        spec, name = normalized if normalized is not None else _targets.normalize(target)
         if self._closed:
             raise PoolClosedError(f"the pool is closed; cannot call {name!r}")
         submitted = _core.monotonic_ns()
