@@ -86,10 +86,11 @@ def parts_ns(chunk_sizes: list[int]) -> dict[str, int]:
             continue
         chunk = list(range(n))
         plain = _worker._run_chunk(fn, chunk, False)
-        timed = _worker_profiling.run_chunk_timed(fn, chunk, False, "bench")
+        timed = _worker_profiling.run_chunk_timed(fn, chunk, False, "bench",
+                                                  _worker.MapStopped)
         out["worker loop"] += (
             best_ns(functools.partial(_worker_profiling.run_chunk_timed, fn, chunk, False,
-                                      "bench"))
+                                      "bench", _worker.MapStopped))
             - best_ns(functools.partial(_worker._run_chunk, fn, chunk, False)))
         out["reply pickling"] += (
             best_ns(functools.partial(round_trip, timed))
