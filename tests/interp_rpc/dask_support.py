@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from support import FIXTURES
@@ -32,3 +34,20 @@ def local_cluster(processes: int = 2) -> Iterator[tuple[Any, Any]]:
             client.close()
     finally:
         cluster.close()
+
+
+def run_blocked_map(pool: Any, directory: Path, gate: Path,
+                    outcome: dict[str, Any]) -> threading.Thread:
+    """A thread mapping clustertasks.block_in over 4 items, one per chunk:
+    each item marks ``directory`` and waits for ``gate``. The map's result
+    or error goes into ``outcome``."""
+    def run() -> None:
+        try:
+            outcome["result"] = list(pool.map("clustertasks.block_in", [str(directory)] * 4,
+                                              [str(gate)] * 4, range(4), chunksize=1))
+        except BaseException as exc:
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread

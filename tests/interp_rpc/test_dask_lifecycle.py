@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ import pytest
 
 pytest.importorskip("distributed")
 
-from dask_support import CLUSTER_LIMIT, INIT, local_cluster
+from dask_support import CLUSTER_LIMIT, INIT, local_cluster, run_blocked_map
 from support import wait_until
 
 from interp_rpc import PoolBrokenError, PoolInitError, WorkerDiedError
@@ -110,20 +109,6 @@ def test_a_failing_replay_before_a_call_fails_it_and_keeps_the_process_out(
         assert [pid for _, _, pid, _ in pool.processes()] == [first]
         ran = pool.map("clustertasks.where", range(20), chunksize=1, timeout=CLUSTER_LIMIT)
         assert {pid for pid, _ in ran} == {first}
-
-
-def run_blocked_map(pool: ClusterPool, directory: Path, gate: Path,
-                    outcome: dict[str, Any]) -> threading.Thread:
-    def run() -> None:
-        try:
-            outcome["result"] = list(pool.map("clustertasks.block_in", [str(directory)] * 4,
-                                              [str(gate)] * 4, range(4), chunksize=1))
-        except BaseException as exc:
-            outcome["error"] = exc
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    return thread
 
 
 @pytest.mark.parametrize("retries", [0, 1])

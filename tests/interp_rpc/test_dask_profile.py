@@ -10,7 +10,6 @@ import json
 import os
 import re
 import signal
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ import pytest
 
 pytest.importorskip("distributed")
 
-from dask_support import CLUSTER_LIMIT, INIT, local_cluster
+from dask_support import CLUSTER_LIMIT, INIT, local_cluster, run_blocked_map
 from support import wait_until
 
 from interp_rpc import RemoteError, WorkerDiedError
@@ -154,20 +153,6 @@ def test_the_rendering_has_lanes_for_both_processes(pool: ClusterPool, tmp_path:
     tracks = {e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "thread_name"}
     for lane, pid in lane_pids(pool).items():
         assert any(name.startswith(f"{lane}: process {pid} on") for name in tracks), tracks
-
-
-def run_blocked_map(pool: ClusterPool, directory: Path, gate: Path,
-                    outcome: dict[str, Any]) -> threading.Thread:
-    def run() -> None:
-        try:
-            outcome["result"] = list(pool.map("clustertasks.block_in", [str(directory)] * 4,
-                                              [str(gate)] * 4, range(4), chunksize=1))
-        except BaseException as exc:
-            outcome["error"] = exc
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    return thread
 
 
 def test_a_process_that_dies_during_the_profile_leaves_a_note(tmp_path: Path) -> None:
