@@ -118,6 +118,17 @@ class Profile:
     #: cheap: 20,000 records take tens of milliseconds to build).
     pending: Callable[[], list[ItemRecord]] | None = None
 
+    def stop_recording(self, spans: list[tuple[int, int]], end_ns: int) -> None:
+        """Ends the recording. The timeline spans the work, from the earliest
+        start to the latest end of ``spans`` (each request's, in ns); with no
+        work, it ends at ``end_ns``."""
+        if spans:
+            self.start_ns = min(start for start, _ in spans)
+            self.end_ns = max(end for _, end in spans)
+        else:
+            self.end_ns = end_ns
+        self.recording = False
+
     @property
     def records(self) -> Sequence[ItemRecord]:
         """One record per map item or call, in start order."""

@@ -169,12 +169,7 @@ class ProfileSession:
         spans = [(r.submitted_ns or r.started_ns, r.finished_ns) for r in mine
                  if r.started_ns > 0]
         spans += [(r.started_ns, r.finished_ns) for r in running_now]
-        if spans:
-            profile.start_ns = min(start for start, _ in spans)
-            profile.end_ns = max(end for _, end in spans)
-        else:
-            profile.end_ns = end_ns
-        profile.recording = False
+        profile.stop_recording(spans, end_ns)
 
     def _read_abandoned(self) -> None:
         """The item times of abandoned chunks that finished: their replies

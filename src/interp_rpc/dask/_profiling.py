@@ -139,12 +139,7 @@ class ClusterProfileSession:
         profile.lane_groups = [(_name(p) + (" (gone)" if p.gone else ""), p.first_index,
                                 p.slots) for p in every]
         profile.item_records = records
-        if spans:
-            profile.start_ns = min(start for start, _ in spans)
-            profile.end_ns = max(end for _, end in spans)
-        else:
-            profile.end_ns = end_ns
-        profile.recording = False
+        profile.stop_recording(spans, end_ns)
 
 
 def _name(process: Process) -> str:
