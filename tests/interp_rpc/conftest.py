@@ -6,6 +6,7 @@ any pool exists, because workers start with the caller's sys.path.
 
 from __future__ import annotations
 
+import signal
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,6 +20,20 @@ if str(FIXTURES) not in sys.path:
     sys.path.insert(0, str(FIXTURES))
 
 INIT = "import pooltasks, mymodule"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def python_handles_ctrl_c() -> Iterator[None]:
+    """Ctrl-C raises KeyboardInterrupt, as in a python started from a
+    terminal. A shell starts background jobs (``./dev test &``, a CI step)
+    with SIGINT ignored, Python keeps that, and the tests that press Ctrl-C
+    (a real SIGINT, or _thread.interrupt_main()) then pressed nothing: they
+    hung, or saw their map run to the end."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 @pytest.fixture

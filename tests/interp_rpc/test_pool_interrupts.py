@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import _thread
-import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 from support import Gates, states, wait_only_main_interpreter, wait_until
@@ -27,16 +26,10 @@ def interrupt_when(condition: Callable[[], bool]) -> threading.Thread:
 
 
 @pytest.fixture
-def main_thread() -> Iterator[None]:
-    """On the main thread, with Python's own SIGINT handler (a shell starts
-    background jobs with SIGINT ignored, and then interrupt_main() does nothing)."""
+def main_thread() -> None:
+    """On the main thread (conftest gives it Python's own SIGINT handler)."""
     if threading.current_thread() is not threading.main_thread():
         pytest.skip("KeyboardInterrupt goes to the main thread")
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def test_interrupt_stops_a_blocked_call(main_thread: None, pool: InterpreterPool,
