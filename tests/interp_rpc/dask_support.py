@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -34,6 +35,13 @@ def local_cluster(processes: int = 2) -> Iterator[tuple[Any, Any]]:
             client.close()
     finally:
         cluster.close()
+
+
+def closed_port() -> int:
+    """A local port nothing listens on."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def run_blocked_map(pool: Any, directory: Path, gate: Path,

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,7 +15,7 @@ import pytest
 
 pytest.importorskip("distributed")
 
-from dask_support import CLUSTER_LIMIT, INIT
+from dask_support import CLUSTER_LIMIT, INIT, closed_port
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from shell_support import Run, cell_runner
@@ -67,13 +66,6 @@ def alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
-
-
-def closed_port() -> int:
-    """A local port nothing listens on."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 # ------------------------------------------------------------------ running

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import array
 import concurrent.futures
+import gc
 import os
 import threading
 import zlib
@@ -15,7 +16,7 @@ import pytest
 
 pytest.importorskip("distributed")
 
-from dask_support import CLUSTER_LIMIT, INIT, local_cluster
+from dask_support import CLUSTER_LIMIT, INIT, closed_port, local_cluster
 
 from interp_rpc import (
     CallTimeoutError,
@@ -226,6 +227,28 @@ def test_bad_options_are_named(cluster: Any) -> None:
         ClusterPool(cluster[1], retries=-1)
     with pytest.raises(ValueError, match="init is not valid Python"):
         ClusterPool(cluster[1], init="def (")
+
+
+def io_loops() -> int:
+    return sum(t.name == "IO loop" for t in threading.enumerate())
+
+
+def test_a_scheduler_that_cannot_be_reached_leaves_no_client_behind() -> None:
+    from distributed.utils import LoopRunner
+
+    loops = io_loops()
+    with pytest.raises(ConnectionError, match="cannot reach the dask scheduler"):
+        ClusterPool(f"tcp://127.0.0.1:{closed_port()}", connect_timeout=2)
+    # dask left the client half open, its IO loop running: closed now.
+    assert io_loops() == loops
+    # Else whichever thread collected it closed it there, waiting for dask's
+    # lock of every loop, which a LocalCluster holds while it starts: that
+    # start then failed after 10 s.
+    with LoopRunner._lock:
+        collector = threading.Thread(target=gc.collect)
+        collector.start()
+        collector.join(CLUSTER_LIMIT)
+        assert not collector.is_alive(), "collecting the failed client waited for dask's lock"
 
 
 def test_cancelling_a_queued_call(pool: ClusterPool, tmp_path: Path) -> None:

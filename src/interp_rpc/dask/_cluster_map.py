@@ -74,7 +74,11 @@ class ClusterMapRun:
             for start in _chunking.chunk_starts(len(listed), size):
                 self._held.append(self._chunk(listed[start:start + size], start))
             self._jobs.extend(self._held)
-            self._send_held()
+            try:
+                self._send_held()
+            except BaseException:  # Ctrl-C while sending: nothing of the map goes on
+                self._cancel()
+                raise
         else:
             self._total = None
             self._items = iter(items)
@@ -105,16 +109,23 @@ class ClusterMapRun:
             if self._sending:
                 return
             self._sending = True
-        while True:
-            window = _chunking.IN_FLIGHT_PER_SLOT * max(1, self._pool.workers)
+        try:
+            while True:
+                window = _chunking.IN_FLIGHT_PER_SLOT * max(1, self._pool.workers)
+                with self._lock:
+                    # Cleared in the same hold as the check: a chunk that
+                    # finishes after it finds no loop running and sends.
+                    if self._stopped or not self._held or self._sent_in_flight >= window:
+                        self._sending = False
+                        return
+                    job = self._held.popleft()
+                    self._sent_in_flight += 1
+                job.future.add_done_callback(self._chunk_finished)
+                self._pool._start_job(job)
+        except BaseException:
             with self._lock:
-                if self._stopped or not self._held or self._sent_in_flight >= window:
-                    self._sending = False
-                    return
-                job = self._held.popleft()
-                self._sent_in_flight += 1
-            job.future.add_done_callback(self._chunk_finished)
-            self._pool._start_job(job)
+                self._sending = False
+            raise
 
     def _chunk_finished(self, _: object) -> None:
         with self._lock:

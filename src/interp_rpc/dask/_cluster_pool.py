@@ -219,14 +219,35 @@ def _connect(address: str, timeout: float | None) -> distributed.Client:
         # dask reads an empty address as "start a LocalCluster": not what was asked.
         raise ValueError("the scheduler address is empty; pass None for a LocalCluster")
     options = {} if timeout is None else {"timeout": timeout}
+    # Made in two steps, to hold the client if connecting fails: dask then
+    # leaves its IO loop thread running, and a client still connecting is
+    # closed by whichever thread collects it, under dask's lock of every
+    # loop; a LocalCluster starting at that moment waited 10 s for that lock
+    # and failed. It is closed here instead, at once.
+    client: distributed.Client = distributed.Client.__new__(distributed.Client)
     try:
-        client: distributed.Client = distributed.Client(address, **options)
-    except (ValueError, TypeError) as exc:
-        raise ValueError(f"{address!r} is not a dask scheduler address: {exc}") from None
-    except OSError as exc:  # refused, unknown host, timed out
-        raise ConnectionError(f"cannot reach the dask scheduler at {address!r}: {exc}") \
-            from None
+        distributed.Client.__init__(client, address, **options)
+    except BaseException as exc:
+        _close_unconnected(client)
+        if isinstance(exc, (ValueError, TypeError)):
+            raise ValueError(f"{address!r} is not a dask scheduler address: {exc}") from None
+        if isinstance(exc, OSError):  # refused, unknown host, timed out
+            raise ConnectionError(f"cannot reach the dask scheduler at {address!r}: "
+                                  f"{exc}") from None
+        raise
     return client
+
+
+def _close_unconnected(client: distributed.Client) -> None:
+    """Close a client that failed to connect, and its IO loop thread."""
+    with contextlib.suppress(Exception):
+        client.close(timeout=ANSWER_TIMEOUT)  # one that was still connecting
+    # dask marks a client whose connection timed out closed, but leaves its
+    # IO loop running, and has no public way to stop that loop.
+    runner = getattr(client, "_loop_runner", None)
+    if runner is not None:
+        with contextlib.suppress(Exception):
+            runner.stop()
 
 
 def _failure_line(failure: WorkerInitFailure) -> str:
@@ -557,11 +578,18 @@ class ClusterPool(Executor):
                 request.buffers, needed, *extra,
                 key=f"interp-rpc-{request.name}-{uuid.uuid4().hex}",
                 workers=[process.address], allow_other_workers=False, pure=False)
-        except BaseException as exc:
+        except Exception as exc:
             self._placement.release(process)
             job.settle(error=exc if isinstance(exc, InterpRpcError) else PoolBrokenError(
                 f"dask refused the call to {request.name!r}: {exc}"))
             return
+        except BaseException:
+            # Ctrl-C in the caller's thread, while dask took the task: it is
+            # the caller's to see now, not a failure of this job to show
+            # once its turn comes (a map of blocked items waited for them).
+            self._placement.release(process)
+            job.settle(error=CancelledError())
+            raise
         job.task = task
         task.add_done_callback(lambda finished: self._settle(job, process, finished))
 
