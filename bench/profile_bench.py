@@ -80,18 +80,17 @@ def parts_ns(chunk_sizes: list[int]) -> dict[str, int]:
     recorder = _profiling.ProfileRecorder()
     recorder._sessions = [Session()]  # type: ignore[list-item]
     fn = workloads.identity
+    stop = memoryview(bytearray(1))  # a chunk of several items reads its map's flag
     out = {"worker loop": 0, "reply pickling": 0, "caller": 0}
     for n in chunk_sizes:
         if n < 2:  # a chunk of one item is not timed (ProfileRecorder.chunk_mode)
             continue
         chunk = list(range(n))
-        plain = _worker._run_chunk(fn, chunk, False)
-        timed = _worker_profiling.run_chunk_timed(fn, chunk, False, "bench",
-                                                  _worker.MapStopped)
-        out["worker loop"] += (
-            best_ns(functools.partial(_worker_profiling.run_chunk_timed, fn, chunk, False,
-                                      "bench", _worker.MapStopped))
-            - best_ns(functools.partial(_worker._run_chunk, fn, chunk, False)))
+        run_plain = functools.partial(_worker._run_chunk, fn, chunk, False, 1, stop)
+        run_timed = functools.partial(_worker_profiling.run_chunk_timed, fn, chunk, False,
+                                      "bench", _worker.MapStopped, stop)
+        plain, timed = run_plain(), run_timed()
+        out["worker loop"] += best_ns(run_timed) - best_ns(run_plain)
         out["reply pickling"] += (
             best_ns(functools.partial(round_trip, timed))
             - best_ns(functools.partial(round_trip, plain)))

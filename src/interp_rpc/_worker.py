@@ -466,8 +466,8 @@ def execute(request: memoryview, buffers: list[memoryview]) -> tuple[int, bytes,
     if hooks is not None:
         if hooks.get("output") is not None:
             relay = _OutputRelay(hooks["output"])
-        if mode in ("chunk", "starchunk") and relay is None and not hooks.get("collect", False):
-            stop = hooks.get("stop")  # the only hook: _run_chunk reads it inline
+        if relay is None and not hooks.get("collect", False):
+            stop = hooks.get("stop")  # the only hook: the chunk loops read it inline
         else:
             fn = _hooked(fn, hooks, relay, failures)
             own_frames = 2
@@ -483,7 +483,8 @@ def execute(request: memoryview, buffers: list[memoryview]) -> tuple[int, bytes,
                                     hooks["start"] if hooks is not None else 0)
             else:  # a chunk of a profiled map: its reply carries the items' times
                 result = _profiling().run_chunk_timed(fn, args[0], mode.startswith("star"),
-                                                      target_spec, MapStopped)
+                                                      target_spec, MapStopped, stop,
+                                                      hooks["start"] if hooks is not None else 0)
     except BaseException as exc:
         if profiler is not None:
             profiler.disable()

@@ -15,7 +15,14 @@ from xml.etree import ElementTree
 import pytest
 from support import FIXTURES, Gate, Gates, MakePool
 
-from interp_rpc import CallTimeoutError, InterpreterPool, RemoteError, _profile_html, _profile_trace
+from interp_rpc import (
+    CallTimeoutError,
+    InterpreterPool,
+    RemoteError,
+    _profile_html,
+    _profile_trace,
+    _worker_profiling,
+)
 from interp_rpc import _profile as model
 from interp_rpc._errors import InterpRpcError
 
@@ -232,6 +239,25 @@ def test_a_profile_begun_during_a_lazy_map_times_the_chunks_sent_after_it(
     assert [first, *rest] == expected
     timed = {r.item for r in prof.records if r.item is not None and r.count == 1}
     assert timed == set(range(20, 100))
+
+
+def test_a_timed_chunk_stops_before_its_next_item_once_its_map_is_stopped() -> None:
+    class Stopped(Exception):
+        pass
+
+    flag = bytearray(1)
+
+    def item(n: int) -> int:
+        if n == 2:
+            flag[0] = 1  # as the caller does when the map stops
+        return n * 10
+
+    results, failed, error, marks = _worker_profiling.run_chunk_timed(
+        item, list(range(6)), False, ("test", "stop"), Stopped, memoryview(flag),
+        first_index=100)
+    assert (results, failed) == ([0, 10, 20], 3)
+    assert isinstance(error, Stopped) and "before item 103" in str(error)
+    assert sum(marks[1::2]) == 3  # the items that ran are timed, no other
 
 
 # ------------------------------------------------------------- timed-out chunks
