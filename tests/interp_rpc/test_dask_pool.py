@@ -177,6 +177,24 @@ def test_init_failure_names_the_dask_workers(cluster: Any) -> None:
         assert again.call("math.sqrt", 4.0) == 2.0
 
 
+def test_init_failing_in_some_subinterpreters_names_each_by_its_own_index(
+        cluster: Any, tmp_path: Path) -> None:
+    # In each process, the subinterpreter that comes second fails.
+    init = ("import os\n"
+            f"marker = os.path.join({str(tmp_path)!r}, str(os.getpid()))\n"
+            "os.close(os.open(marker, os.O_CREAT | os.O_EXCL))")
+    with pytest.raises(PoolInitError) as caught:
+        ClusterPool(cluster[1], workers_per_process=2, init=init)
+    failures = caught.value.failures
+    assert len(failures) == 2
+    workers = [f.worker for f in failures if isinstance(f.worker, ClusterWorker)]
+    assert len({w.address for w in workers}) == 2
+    # Each process holds two indices, failed or not: 0-1 and 2-3. Sized by
+    # its failures alone, the second process started at 1.
+    assert sorted(int(w) - w.subinterpreter for w in workers) == [0, 2]
+    assert all("FileExistsError" in str(f.error and f.error.remote_type) for f in failures)
+
+
 def test_closed_pool_refuses_calls(cluster: Any) -> None:
     pool = ClusterPool(cluster[1], init=INIT)
     assert pool.call("math.sqrt", 1.0) == 1.0

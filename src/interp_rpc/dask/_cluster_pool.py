@@ -376,12 +376,16 @@ class ClusterPool(Executor):
             return []
         failure = report["failure"]
         if failure["kind"] == "init":
-            process = self._placement.add(address, report["host"], report["pid"],
-                                          len(failure["failures"]))
+            # All its subinterpreters keep their indices, not only those that
+            # failed: the next process's indices start after them.
+            slots = max([report["slots"], *(f["subinterpreter"] + 1
+                                             for f in failure["failures"])])
+            process = self._placement.add(address, report["host"], report["pid"], slots)
             self._placement.mark_gone(address)
             found = [_error_mapping.init_failure(f, process) for f in failure["failures"]]
         else:
-            process = self._placement.add(address, report["host"], report["pid"], 1)
+            process = self._placement.add(address, report["host"], report["pid"],
+                                          max(report["slots"], 1))
             self._placement.mark_gone(address)
             found = [WorkerInitFailure(process.worker(0), timed_out=False, error=None,
                                        detail=f"{failure['type_name']}: {failure['message']}")]

@@ -88,6 +88,7 @@ class PoolPlugin(WorkerPlugin):
 
     def _reset(self) -> None:
         self.pool: InterpreterPool | None = None
+        self.slots = 0  # the subinterpreters its pool has, or would have had
         self.failure: _error_mapping.Description | None = None
         self.ready = threading.Event()
         # Jobs running in this process: job id -> (target, monotonic start).
@@ -118,7 +119,7 @@ class PoolPlugin(WorkerPlugin):
         # event loop, so the worker keeps answering the scheduler meanwhile.
         self.worker = worker
         self.loop = asyncio.get_running_loop()
-        slots = self.workers_per_process or worker.state.nthreads
+        self.slots = slots = self.workers_per_process or worker.state.nthreads
         try:
             self.pool = await asyncio.to_thread(InterpreterPool, slots, self.init,
                                                 self.init_timeout)
@@ -376,7 +377,7 @@ def report(name: str, dask_worker: Worker) -> dict[str, Any]:
     state = ("absent" if plugin is None else "starting" if not plugin.ready.is_set()
              else "failed" if plugin.pool is None else "ready")
     return {"state": state, "host": socket.gethostname(), "pid": os.getpid(),
-            "slots": plugin.pool.workers if plugin is not None and plugin.pool else 0,
+            "slots": plugin.slots if plugin is not None else 0,
             "failure": plugin.failure if plugin is not None else None}
 
 
