@@ -221,10 +221,11 @@ def encode_request(
 ) -> tuple[bytes, list[pickle.PickleBuffer]]:
     """The request bytes, and the buffers that cross out of band (not copied).
 
-    For a map chunk (mode "chunk"/"starchunk"), args is (items, hooks) and the
-    items are the top-level values (hooks: what the chunk asks of its items
-    besides running them, see MapRun). Raises UnshareableBuffer for a buffer argument
-    that cannot cross, or pickle's own error.
+    For a map chunk (mode "chunk"/"starchunk"), args is (items, hooks), or
+    (items,) when the chunk asks nothing of its items besides running them
+    (hooks, see MapRun), and the items are the top-level values. Raises
+    UnshareableBuffer for a buffer argument that cannot cross, or pickle's
+    own error.
     """
     if mode == "call":
         args = _crossing_all(args)
