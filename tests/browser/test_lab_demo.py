@@ -310,6 +310,16 @@ WIDGET_BAR_SHOWN_JS = """
 return Array.from(document.querySelectorAll('.widget-hprogress .progress'))
   .some(bar => bar.offsetWidth > 0 && bar.offsetHeight > 0);"""
 
+# The first stuck row's text, scrolled into view ('' if none): found, read and
+# scrolled in one script, because the live table is redrawn four times a
+# second and an element found by one WebDriver command is often gone by the
+# next (StaleElementReferenceException).
+STUCK_ROW_JS = """
+const row = document.querySelector('.interp-rpc-status .interp-rpc-stuck');
+if (!row) return '';
+row.scrollIntoView({block: 'center'});
+return row.innerText;"""
+
 # Every text in our outputs whose contrast with what is behind it is below
 # arguments[0]: [text, colour, background, ratio]. Backgrounds are composited
 # up the ancestors; SVG text is checked by its fill.
@@ -431,10 +441,8 @@ def run_all(browser: WebDriver, observed: RunAll, code_cells: int) -> None:
         # In one script: the widget may close between a lookup and a read.
         observed.widget_bar_seen = observed.widget_bar_seen or bool(js(b, WIDGET_BAR_SHOWN_JS))
         if not observed.stuck_row:
-            stuck = b.find_elements(By.CSS_SELECTOR, ".interp-rpc-status .interp-rpc-stuck")
-            if stuck:
-                observed.stuck_row = stuck[0].text
-                js(b, "arguments[0].scrollIntoView({block: 'center'});", stuck[0])
+            observed.stuck_row = js(b, STUCK_ROW_JS)
+            if observed.stuck_row:
                 b.save_screenshot(str(ARTIFACTS / "running-stuck.png"))
         observed.prompts = js(b, PROMPTS_JS, CODE_CELLS)
         return (len(observed.prompts) == code_cells
