@@ -37,9 +37,10 @@ from interp_rpc._validation import check_buffersize, check_chunksize, check_time
 
 if TYPE_CHECKING:
     from interp_rpc._engine import _core
-    from interp_rpc._pool import InterpreterPool
+    from interp_rpc._pool import EncodedCall, InterpreterPool
 
 _CHUNKS_PER_WORKER = 8  # at least this many chunks per worker, for balance
+_MAX_BATCH_ITEMS = 1024  # the most items encoded before they are sent together
 
 
 class MapRun:
@@ -85,6 +86,7 @@ class MapRun:
         self._done = 0  # items whose results were yielded
         self._sizer = ChunkSizer(self._balanced_size())
         self._measured_id = 0  # the last chunk whose cost the sizer has seen
+        self._batch_items = 1  # how many items the next batch of chunks waits for
         self._collect = errors == "collect"
         self._output = output
         # Set to 1 to stop the running chunks before their next item.
@@ -117,9 +119,20 @@ class MapRun:
         return self._buffersize is None or self._in_flight < self._buffersize
 
     def _refill(self) -> None:
-        """Encode and submit chunks until the input ends or the buffer is full."""
+        """Encode and submit chunks until the input ends or the buffer is full.
+
+        When the input was read up front (no ``buffersize``), chunks are
+        sent in batches that double from one chunk, capped at
+        _MAX_BATCH_ITEMS items: the first goes out at once, and later ones
+        arrive together, so a worker that drains the queue finds its next
+        call waiting instead of going to sleep and being woken for each one.
+        A lazy input (``buffersize``) may be slow to yield its items, so each
+        chunk is sent as soon as it is encoded."""
+        batch: list[tuple[int, int, EncodedCall]] = []
+        batch_items = 0
         while not self._exhausted and self._has_room():
-            self._measure_finished()
+            if self._chunksize is None:
+                self._measure_finished()
             size = self._next_size()
             chunk = list(itertools.islice(self._items, size))
             if len(chunk) < size:
@@ -127,29 +140,42 @@ class MapRun:
                 if self._total is None:
                     self._total = self._next_index + len(chunk)
             if not chunk:
-                return
+                break
             start = self._next_index
             self._next_index += len(chunk)
-            pool = self._pool
-            # Per chunk: a pool.profile() that starts during a lazy map times
-            # the chunks sent after it started.
-            mode = pool._profiling.chunk_mode(self._mode, len(chunk))
-            hooks: dict[str, Any] | None = None
-            # A one-item chunk of a plain map carries no hooks (pickling
-            # them cost 150 ns of the chunk's few µs in the caller).
-            if len(chunk) > 1 or self._collect or self._output is not None:
-                hooks = {"start": start, "collect": self._collect, "output": self._output}
-                if len(chunk) > 1:
-                    # A chunk of one item has no next item to stop before.
-                    # The flag crosses as an out-of-band buffer, which the
-                    # engine must release after the call: with chunksize=1
-                    # that cost about a quarter of each item's time.
-                    hooks["stop"] = pickle.PickleBuffer(self._stop_flag)
-            args = (chunk,) if hooks is None else (chunk, hooks)
-            encoded = pool._encode(self._fn, args, {}, mode, start, self._normalized)
-            handle = pool._submit(encoded, item_index=start, item_count=len(chunk))
-            self._pending.append((start, len(chunk), handle))
             self._in_flight += len(chunk)
+            batch.append((start, len(chunk), self._encode_chunk(chunk, start)))
+            batch_items += len(chunk)
+            if batch_items >= self._batch_items:
+                self._send(batch)
+                batch, batch_items = [], 0
+                if self._buffersize is None:
+                    self._batch_items = min(2 * self._batch_items, _MAX_BATCH_ITEMS)
+        self._send(batch)
+
+    def _encode_chunk(self, chunk: list[Any], start: int) -> EncodedCall:
+        pool = self._pool
+        # Per chunk: a pool.profile() that starts during a lazy map times
+        # the chunks sent after it started.
+        mode = pool._profiling.chunk_mode(self._mode, len(chunk))
+        hooks: dict[str, Any] | None = None
+        # A one-item chunk of a plain map carries no hooks (pickling
+        # them cost 150 ns of the chunk's few µs in the caller).
+        if len(chunk) > 1 or self._collect or self._output is not None:
+            hooks = {"start": start, "collect": self._collect, "output": self._output}
+            if len(chunk) > 1:
+                # A chunk of one item has no next item to stop before.
+                # The flag crosses as an out-of-band buffer, which the
+                # engine must release after the call: with chunksize=1
+                # that cost about a quarter of each item's time.
+                hooks["stop"] = pickle.PickleBuffer(self._stop_flag)
+        args = (chunk,) if hooks is None else (chunk, hooks)
+        return pool._encode(self._fn, args, {}, mode, start, self._normalized)
+
+    def _send(self, batch: list[tuple[int, int, EncodedCall]]) -> None:
+        submit, pending = self._pool._submit, self._pending
+        for start, count, encoded in batch:
+            pending.append((start, count, submit(encoded, item_index=start, item_count=count)))
 
     def _measure_finished(self) -> None:
         """Learn the item cost from the oldest chunk, once it has finished."""
@@ -210,9 +236,12 @@ class MapRun:
                     self._refill()
                 # Popped one by one, so that no result stays referenced here
                 # after it was yielded.
-                values.reverse()
                 self._done += len(values)
-                yield from map(list.pop, itertools.repeat(values, len(values)))
+                if len(values) == 1:  # chunksize=1: no iterator to build
+                    yield values.pop()
+                else:
+                    values.reverse()
+                    yield from map(list.pop, itertools.repeat(values, len(values)))
                 if failed >= 0:
                     raise _replies.remote_error(_wire.loads(error), target=self._name,
                                                 worker=handle.worker, item_index=start + failed)

@@ -33,6 +33,10 @@ from interp_rpc._profiling import ProfileRecorder, ProfileSession
 from interp_rpc._records import CallRecord, EngineRecord, PoolStats, WorkerStatus
 from interp_rpc._validation import check_timeout, check_workers
 
+#: An encoded request, ready for the engine: (display name, request bytes,
+#: out-of-band buffers, submitted ns, serialize ns).
+type EncodedCall = tuple[str, bytes, list[Any], int, int]
+
 __all__ = ["CallRecord", "InterpreterPool", "PoolStats", "WorkerStatus"]
 
 class InterpreterPool(Executor):
@@ -287,10 +291,9 @@ class InterpreterPool(Executor):
     def _encode(self, target: object, args: tuple[Any, ...], kwargs: dict[str, Any],
                 mode: str = "call", item_index: int = -1,
                 normalized: tuple[_targets.TargetSpec, str] | None = None
-                ) -> tuple[str, bytes, list[Any], int, int]:
-        """(display name, request, out-of-band buffers, submitted ns, serialize ns).
-        ``normalized``: what _targets.normalize(target) returned already (a
-        map's chunks all have the same target)."""
+                ) -> EncodedCall:
+        """The request, encoded. ``normalized``: what _targets.normalize(target)
+        returned already (a map's chunks all have the same target)."""
         if mode == "call" and isinstance(target, functools.partial):
             target, args, kwargs = _targets.unwrap_partial(target, args, kwargs)
         spec, name = normalized if normalized is not None else _targets.normalize(target)
@@ -307,7 +310,7 @@ class InterpreterPool(Executor):
                   owner: object = None, worker: int = -1) -> _core.CallHandle:
         return self._submit(self._encode(target, args, kwargs), owner=owner, worker=worker)
 
-    def _submit(self, encoded: tuple[str, bytes, list[Any], int, int], *, owner: object = None,
+    def _submit(self, encoded: EncodedCall, *, owner: object = None,
                 item_index: int = -1, item_count: int = 1, worker: int = -1) -> _core.CallHandle:
         name, request, buffers, submitted, cost = encoded
         status, handle = self._engine.submit(name, request, buffers, item_index, item_count,

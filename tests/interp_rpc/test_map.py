@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support import Gates, MakePool, wait_until
@@ -132,6 +134,59 @@ def test_errors_collect_puts_each_failure_in_its_place(pool: InterpreterPool,
         assert isinstance(results[index], ValueError)
         assert results[index].item_index == index
         assert message in str(results[index])
+
+
+def _batches_sent(pool: InterpreterPool, monkeypatch: pytest.MonkeyPatch,
+                  run: Callable[[], object]) -> list[int]:
+    """How many chunks each send of ``run``'s map submitted at once."""
+    encoded = 0
+    encoded_at_send: list[int] = []
+    encode, submit = pool._encode, pool._submit
+
+    def counting_encode(*args: Any, **kwargs: Any) -> Any:
+        nonlocal encoded
+        encoded += 1
+        return encode(*args, **kwargs)
+
+    def recording_submit(*args: Any, **kwargs: Any) -> Any:
+        encoded_at_send.append(encoded)
+        return submit(*args, **kwargs)
+
+    monkeypatch.setattr(pool, "_encode", counting_encode)
+    monkeypatch.setattr(pool, "_submit", recording_submit)
+    run()
+    monkeypatch.undo()
+    assert encoded_at_send[0] == 1  # the first chunk went out before the second was encoded
+    return [len(list(group)) for _, group in itertools.groupby(encoded_at_send)]
+
+
+def test_chunks_of_an_input_read_up_front_are_sent_in_doubling_batches(
+        make_pool: MakePool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first chunk goes out at once (workers start while the rest is
+    encoded); later ones are sent together in batches that double, so that a
+    worker draining the queue finds its next call instead of sleeping and
+    being woken for every one."""
+    pool = make_pool(workers=2)
+    expected = [i * i for i in range(100)]
+
+    def run() -> None:
+        assert list(pool.map("pooltasks.square", range(100), chunksize=1)) == expected
+
+    assert _batches_sent(pool, monkeypatch, run) == [1, 2, 4, 8, 16, 32, 37]
+
+
+def test_chunks_of_a_lazy_input_are_sent_as_soon_as_encoded(
+        make_pool: MakePool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With buffersize the input may yield slowly (a stream): no chunk waits
+    for later items to be read."""
+    pool = make_pool(workers=2)
+    expected = [i * i for i in range(100)]
+
+    def run() -> None:
+        results = pool.map("pooltasks.square", iter(range(100)), chunksize=1, buffersize=50)
+        assert list(results) == expected
+
+    assert _batches_sent(pool, monkeypatch, run) == [1] * 100
 
 
 @pytest.mark.parametrize("chunksize", [1, 2, 7, 1000])
