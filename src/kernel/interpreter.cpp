@@ -18,6 +18,7 @@
 #include <pybind11_json/pybind11_json.hpp>
 #include <xeus/xhelper.hpp>
 
+#include "kernel/cell_parent.hpp"
 #include "kernel/input.hpp"
 #include "kernel/kernel_object.hpp"
 #include "kernel/python_config.hpp"
@@ -143,6 +144,7 @@ void interpreter::prepare_python() {
   bind_stream(m_module);
   bind_comm(m_module);
   bind_live_view(m_module);
+  bind_cell_parent(m_module);
   // Importable, so that interp_rpc's notebook extension finds the kernel's
   // live status publisher (interp_rpc/notebook/live.py).
   py::module_::import("sys").attr("modules")["_interp_rpc_kernel"] = m_module;
