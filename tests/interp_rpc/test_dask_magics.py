@@ -8,6 +8,7 @@ import os
 import signal
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ import pytest
 
 pytest.importorskip("distributed")
 
-from dask_support import CLUSTER_LIMIT, INIT, closed_port
+from dask_support import CLUSTER_LIMIT, INIT, closed_port, run_blocked_map
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from shell_support import Run, cell_runner
@@ -24,7 +25,8 @@ from support import wait_until
 from interp_rpc import InterpreterPool, ParallelCellError, RemoteError
 from interp_rpc.dask import ClusterPool, ClusterWorker
 from interp_rpc.dask._chunking import IN_FLIGHT_PER_SLOT
-from interp_rpc.notebook import current_pool
+from interp_rpc.notebook import current_pool, live
+from interp_rpc.notebook.cluster_view import WATCH_REFRESH_SECONDS
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -130,6 +132,148 @@ def test_status_groups_subinterpreters_by_process(cluster_pool: ClusterPool, run
     for _, host, pid, _ in cluster_pool.processes():
         assert f"{host} · process {pid}" in ran.out, ran.out
     assert ran.out.count("idle") == 2, ran.out
+
+
+# ----------------------------------------------------- %parallel_status --watch
+
+@dataclass
+class Shown:
+    """One display message a notebook frontend would get."""
+
+    data: dict[str, str]
+    display_id: str | None
+    update: bool
+
+
+@pytest.fixture
+def frontend(shell: InteractiveShell, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Shown]]:
+    """The shell as a notebook's kernel: displays can be updated in place,
+    and every display message is kept, from any thread."""
+    shown: list[Shown] = []
+
+    def publish(data: dict[str, str], metadata: object = None, source: object = None, *,
+                transient: dict[str, str] | None = None, update: bool = False,
+                **_: object) -> None:
+        shown.append(Shown(data, (transient or {}).get("display_id"), update))
+
+    monkeypatch.setattr(live, "in_terminal", lambda: False)
+    monkeypatch.setattr(shell.display_pub, "publish", publish)
+    yield shown
+    live.stop_watch()
+
+
+def watched(shown: list[Shown]) -> tuple[str, list[str]]:
+    """(display id of the watch's table, the text of each of its updates)."""
+    (first,) = [s for s in shown if not s.update and s.display_id]
+    assert first.display_id is not None
+    return first.display_id, [s.data["text/plain"] for s in shown
+                              if s.update and s.display_id == first.display_id]
+
+
+def updates_of(shown: list[Shown], display_id: str) -> list[str]:
+    return [s.data["text/plain"] for s in shown if s.update and s.display_id == display_id]
+
+
+def test_a_watch_updates_the_table_in_the_background_until_stopped(
+        cluster_pool: ClusterPool, run: Run, frontend: list[Shown], tmp_path: Path) -> None:
+    marks, gate = tmp_path / "marks", tmp_path / "gate"
+    marks.mkdir()
+    # Stuck only after a few refreshes, so that busy frames come first.
+    assert run(f"%parallel_pool --stuck-after {4 * WATCH_REFRESH_SECONDS:g}").error is None
+    try:
+        ran = run("%parallel_status --watch 120")
+        assert ran.error is None, ran.shown
+        # The cell returned with the table shown; its thread updates it.
+        display_id, _ = watched(frontend)
+        assert "idle" in frontend[-1].data["text/plain"] and not updates_of(frontend,
+                                                                             display_id)
+        outcome: dict[str, Any] = {}
+        mapper = run_blocked_map(cluster_pool, marks, gate, outcome)
+        try:
+            wait_until(lambda: any(t.count("stuck") == 2 for t in updates_of(frontend,
+                                                                              display_id)),
+                       CLUSTER_LIMIT, "both processes' subinterpreters shown stuck")
+        finally:
+            gate.touch()
+            mapper.join()
+        assert outcome["result"] == [0, 1, 2, 3]
+        texts = updates_of(frontend, display_id)
+        # Busy before stuck, each updated in place as it runs ("running for").
+        assert any(t.count("busy") == 2 for t in texts), texts
+        assert len(set(texts)) == len(texts) > 2, texts
+        wait_until(lambda: updates_of(frontend, display_id)[-1].count("idle") == 2,
+                   CLUSTER_LIMIT, "the table to show both idle again")
+    finally:
+        run("%parallel_pool --stuck-after 10")
+    assert run("%parallel_status --stop").error is None
+    final = updates_of(frontend, display_id)
+    assert "Not updated any more (stopped)" in final[-1], final[-1]
+    assert final[-1].count("idle") == 2
+    assert not live.stop_watch()
+
+
+def test_a_watch_ends_after_its_seconds_with_its_last_table(
+        cluster_pool: ClusterPool, run: Run, frontend: list[Shown]) -> None:
+    assert run("%parallel_status --watch 1").error is None
+    display_id, _ = watched(frontend)
+    wait_until(lambda: any("Not updated any more (watched for 1 s)" in t
+                           for t in updates_of(frontend, display_id)),
+               CLUSTER_LIMIT, "the watch to end")
+    final = updates_of(frontend, display_id)[-1]
+    assert final.count("idle") == 2 and "The table is from" in final, final
+    # Stopping it afterwards changes nothing.
+    run("%parallel_status --stop")
+    assert updates_of(frontend, display_id)[-1] == final
+
+
+def test_a_failed_or_late_status_answer_keeps_the_view(
+        cluster_pool: ClusterPool, run: Run, frontend: list[Shown],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    real_status = cluster_pool.status
+    answers = {"count": 0, "in_flight": 0, "most_in_flight": 0}
+    mode = {"now": "answer"}
+    release = threading.Event()
+    lock = threading.Lock()
+
+    def status() -> list[Any]:
+        with lock:
+            answers["count"] += 1
+            answers["in_flight"] += 1
+            answers["most_in_flight"] = max(answers["most_in_flight"], answers["in_flight"])
+        try:
+            if mode["now"] == "fail":
+                raise RuntimeError("the scheduler hiccuped")
+            if mode["now"] == "hang":
+                release.wait(CLUSTER_LIMIT)
+            return real_status()
+        finally:
+            with lock:
+                answers["in_flight"] -= 1
+
+    monkeypatch.setattr(cluster_pool, "status", status)
+    assert run("%parallel_status --watch 120").error is None
+    display_id, _ = watched(frontend)
+    mode["now"] = "fail"
+    failed = wait_until(lambda: [t for t in updates_of(frontend, display_id)
+                                 if "The cluster's status failed: RuntimeError: the "
+                                    "scheduler hiccuped." in t],
+                        CLUSTER_LIMIT, "the failure shown")
+    assert failed[0].count("idle") == 2, failed[0]  # under the last good table
+    mode["now"] = "hang"
+    late = wait_until(lambda: [t for t in updates_of(frontend, display_id)
+                               if "s for the cluster's status." in t],
+                      CLUSTER_LIMIT, "the late answer shown")
+    assert "Waiting" in late[0] and "The table is from" in late[0], late[0]
+    asked = answers["count"]
+    wait_until(lambda: len([t for t in updates_of(frontend, display_id)
+                            if "s for the cluster's status." in t]) >= 3,
+               CLUSTER_LIMIT, "the view to go on while the answer is late")
+    assert answers["count"] == asked  # nothing more asked while one is awaited
+    mode["now"] = "answer"
+    release.set()
+    wait_until(lambda: "cluster's status" not in updates_of(frontend, display_id)[-1],
+               CLUSTER_LIMIT, "a good answer shown again")
+    assert answers["most_in_flight"] == 1
 
 
 def test_profile_shows_a_lane_per_subinterpreter_of_each_process(cluster_pool: ClusterPool,
@@ -244,6 +388,12 @@ def test_help_describes_the_dask_options(run: Run) -> None:
     assert "--dask CLUSTER" in ran.out and "local[:N]" in ran.out and "--local" in ran.out
 
 
+def test_status_help_says_how_often_a_cluster_watch_asks(run: Run) -> None:
+    ran = run("%parallel_status --help")
+    assert (f"on a dask cluster it asks every process every {WATCH_REFRESH_SECONDS:g} s"
+            in " ".join(ran.out.split()))
+
+
 # ---------------------------------------------------------- switching pools
 
 def test_a_quoted_scheduler_address_is_used_and_its_cluster_left_open(
@@ -284,6 +434,42 @@ def test_switching_back_to_a_local_pool_closes_the_cluster(cluster_pool: Cluster
     # -n alone keeps the kind of pool: still local.
     run("%parallel_pool -n 2")
     assert isinstance(current_pool(), InterpreterPool)
+
+
+def test_a_watch_replaces_the_last_and_ends_with_its_pool(
+        cluster_pool: ClusterPool, run: Run, frontend: list[Shown], tmp_path: Path) -> None:
+    marks, gate = tmp_path / "marks", tmp_path / "gate"
+    marks.mkdir()
+    assert run("%parallel_status --watch 120").error is None
+    first, _ = watched(frontend)
+    assert run("%parallel_status --watch 120").error is None
+    (second,) = {s.display_id for s in frontend if not s.update} - {first}
+    assert second is not None
+    stopped = updates_of(frontend, first)
+    assert "Not updated any more (stopped)" in stopped[-1], stopped
+    outcome: dict[str, Any] = {}
+    mapper = run_blocked_map(cluster_pool, marks, gate, outcome)
+    try:
+        wait_until(lambda: any(t.count("busy") == 2 for t in updates_of(frontend, second)),
+                   CLUSTER_LIMIT, "the new watch to show the map")
+    finally:
+        gate.touch()
+        mapper.join()
+    assert updates_of(frontend, first) == stopped  # the replaced one is not updated
+    # Closed from code, the pool ends the watch, which says why.
+    cluster_pool.close()
+    wait_until(lambda: "Not updated any more (the pool was closed)"
+               in updates_of(frontend, second)[-1], CLUSTER_LIMIT, "the watch to end")
+    ended = updates_of(frontend, second)
+    live.stop_watch()  # already ended: shows nothing more
+    assert updates_of(frontend, second) == ended
+    # A local pool's watch is the same one watch: a new pool (here a cluster
+    # again) ends it.
+    assert run("%parallel_pool --local -n 1").error is None
+    assert run("%parallel_status --watch 120").error is None
+    assert live._watched is not None
+    assert run(f"%parallel_pool --dask local:2 --init {INIT!r}").error is None
+    assert live._watched is None
 
 
 def test_n_with_dask_sets_subinterpreters_per_process(shell: InteractiveShell,

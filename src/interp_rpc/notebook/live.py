@@ -20,10 +20,12 @@ from __future__ import annotations
 import contextvars
 import html
 import os
+import sys
 import threading
 import uuid
+from collections.abc import Callable
 from time import monotonic_ns
-from typing import Any
+from typing import Any, Protocol
 
 from interp_rpc._pool import InterpreterPool
 
@@ -66,6 +68,23 @@ def _kernel_publisher() -> Any | None:
     except ImportError:
         return None
     return _interp_rpc_kernel if hasattr(_interp_rpc_kernel, "start_live_view") else None
+
+
+def cell_thread(run: Callable[[], None], name: str) -> threading.Thread:
+    """A daemon thread (not started) whose display output belongs to the cell
+    running now, also after that cell ended and while later cells run.
+
+    ipykernel keeps a cell's parent header in context variables, so the
+    thread runs in a copy of this context. The interp-rpc kernel gives other
+    threads' output to the latest cell instead, unless the thread pins it to
+    a cell through ``_interp_rpc_kernel.cell_parent()``.
+    """
+    context = contextvars.copy_context()
+    kernel = sys.modules.get("_interp_rpc_kernel")  # the kernel puts its module there
+    if kernel is None:
+        return threading.Thread(target=context.run, args=(run,), name=name, daemon=True)
+    cell = kernel.cell_parent()
+    return threading.Thread(target=context.run, args=(cell.run, run), name=name, daemon=True)
 
 
 def widgets_supported() -> bool:
@@ -182,11 +201,7 @@ class LiveView:
                 after_seq, first_id, self._started_ns, self._stuck_after, self._refresh,
                 self._duration)
             return
-        # Copy the context, so the thread's messages carry this cell's parent
-        # header (ipykernel keeps it in context variables).
-        context = contextvars.copy_context()
-        self._thread = threading.Thread(target=context.run, args=(self._run,),
-                                        name="interp-rpc live view", daemon=True)
+        self._thread = cell_thread(self._run, "interp-rpc live view")
         self._thread.start()
 
     def _run(self) -> None:
@@ -240,17 +255,25 @@ class LiveView:
         self._publish(final)
 
 
-#: The view that ``%parallel_status --watch`` keeps updating, kept alive here:
-#: in the interp-rpc kernel, dropping it would stop the kernel's C++ view.
-_watched: LiveView | None = None
+class Watch(Protocol):
+    """What ``%parallel_status --watch`` keeps updating: a LiveView of the
+    local pool, or a cluster_view.StatusWatch of a ClusterPool."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
 
 
-def watch(pool: InterpreterPool, *, seconds: float, stuck_after: float) -> None:
-    """Show the status table and keep it updated in the background for
-    ``seconds`` (the cell does not block), replacing any earlier watch."""
+#: The one watch running, whatever the pool's kind, kept alive here: in the
+#: interp-rpc kernel, dropping a LiveView would stop the kernel's C++ view.
+_watched: Watch | None = None
+
+
+def watch(view: Watch) -> None:
+    """Start ``view`` (it updates the status table in the background, the
+    cell does not block), replacing any earlier watch."""
     global _watched
     stop_watch()
-    view = LiveView(pool, stuck_after=stuck_after, duration=seconds)
     view.start()
     _watched = view
 

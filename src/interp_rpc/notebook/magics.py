@@ -161,6 +161,7 @@ class ParallelMagics(Magics):
                              "--connect-timeout S waits longer)") from None
 
     def close(self) -> None:
+        live.stop_watch()
         if self._pool is not None:
             self._pool.close(wait=False, timeout=1.0)
             self._pool = None
@@ -245,6 +246,7 @@ class ParallelMagics(Magics):
                 print(f"The new pool did not start; the current one ({current.workers} "
                       "workers) is still in use.", file=sys.stderr)
             raise
+        live.stop_watch()  # it shows the old pool, which is closed below
         old, self._pool = self._pool, new
         self._options = new_options
         self._cluster = cluster
@@ -586,8 +588,9 @@ class ParallelMagics(Magics):
     @magic_arguments()
     @kwds(usage="%(prog)s [--watch S | --stop]")
     @argument("--watch", type=float, default=60.0,
-              help="keep the table updated for this many seconds (default 60; 0: once); "
-                   "replaces an earlier watch")
+              help="keep the table updated for this many seconds (default 60; 0: once), "
+                   f"in the background; on a dask cluster it asks every process every "
+                   f"{cluster_view.WATCH_REFRESH_SECONDS:g} s; replaces an earlier watch")
     @argument("--stop", action="store_true", help="stop updating the table of an earlier watch")
     @line_magic
     def parallel_status(self, line: str) -> None:
@@ -603,17 +606,13 @@ class ParallelMagics(Magics):
         if args.watch < 0:
             raise UsageError(f"--watch must be 0 or more seconds, not {args.watch:g}")
         pool = self.pool
-        if not isinstance(pool, InterpreterPool):
-            # Each refresh would ask every process of the cluster: shown once.
-            cluster_view.show_status(pool, self.stuck_after)
-            if args.watch:
-                print("(A dask pool's table is shown once: run %parallel_status again "
-                      "to refresh it.)")
-            return
         if args.watch == 0:
-            display(live.LiveView(pool, stuck_after=self.stuck_after).render(), raw=True)
+            self._show_status(pool)
             return
-        live.watch(pool, seconds=args.watch, stuck_after=self.stuck_after)
+        live.watch(live.LiveView(pool, stuck_after=self.stuck_after, duration=args.watch)
+                   if isinstance(pool, InterpreterPool) else
+                   cluster_view.StatusWatch(pool, stuck_after=self.stuck_after,
+                                            duration=args.watch))
 
     @options.plain_help
     @magic_arguments()
