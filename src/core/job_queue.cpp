@@ -29,19 +29,41 @@ job_queue::push_result job_queue::push(call_ptr c, int worker) {
       if (m_lane_closed.at(static_cast<std::size_t>(worker))) return push_result::broken;
       m_pinned[static_cast<std::size_t>(worker)].push_back(std::move(c));
       update_size_locked();
-    } else if ((wake = idle_sleeper_locked()) >= 0 &&
-               m_spinning.load(std::memory_order_acquire) == 0) {
-      m_handed[static_cast<std::size_t>(wake)] = std::move(c);
     } else {
-      // A spinning worker takes it, or the woken sleeper, or a busy worker
-      // once its call is done; a worker about to sleep sees it first (it
-      // looks under this lock).
-      m_shared.push_back(std::move(c));
-      update_size_locked();
+      wake = place_shared_locked(std::move(c));
     }
   }
   if (wake >= 0) m_wake[static_cast<std::size_t>(wake)].notify_one();
   return push_result::queued;
+}
+
+job_queue::push_result job_queue::push_many(const std::vector<call_ptr>& calls) {
+  std::vector<int> woken;
+  {
+    std::lock_guard lock(m_mutex);
+    if (m_broken) return push_result::broken;
+    if (m_closed) return push_result::closed;
+    for (const call_ptr& c : calls) {
+      const int wake = place_shared_locked(c);
+      if (wake >= 0) woken.push_back(wake);
+    }
+  }
+  for (const int wake : woken) m_wake[static_cast<std::size_t>(wake)].notify_one();
+  return push_result::queued;
+}
+
+int job_queue::place_shared_locked(call_ptr c) {
+  const int sleeper = idle_sleeper_locked();
+  if (sleeper >= 0 && m_spinning.load(std::memory_order_acquire) == 0) {
+    m_handed[static_cast<std::size_t>(sleeper)] = std::move(c);
+    return sleeper;
+  }
+  // A spinning worker takes it, or the woken sleeper, or a busy worker once
+  // its call is done; a worker about to sleep sees it first (it looks under
+  // this lock).
+  m_shared.push_back(std::move(c));
+  update_size_locked();
+  return -1;
 }
 
 int job_queue::idle_sleeper_locked() const {

@@ -40,6 +40,11 @@ class job_queue {
   // Queues a call for any worker (`worker` < 0) or for that worker only.
   // A call for a worker whose lane is closed (dead) is refused as broken.
   push_result push(call_ptr c, int worker = -1);
+  // Queues calls for any worker, all or none, under one lock: a worker that
+  // drains the queue finds the next call there, where a push per call would
+  // let it go to sleep and be woken between two of them. Each call goes
+  // where push() would put it.
+  push_result push_many(const std::vector<call_ptr>& calls);
   // The number of wake_up() calls so far; pass it to pop().
   unsigned generation() const;
   // Blocks until a call for `worker` is available: one handed to it, then
@@ -79,6 +84,9 @@ class job_queue {
   void update_size_locked();
   // A sleeping worker with nothing handed to it, or -1.
   int idle_sleeper_locked() const;
+  // Hands a call for any worker to an idle sleeper, when no worker spins
+  // (returns the sleeper to wake), or queues it on the shared lane (-1).
+  int place_shared_locked(call_ptr c);
   void wake_all();
 
   mutable std::mutex m_mutex;

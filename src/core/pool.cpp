@@ -436,6 +436,12 @@ job_queue::push_result pool::submit(const call_ptr& c, int worker) {
   return m_shared->queue.push(c, worker);
 }
 
+job_queue::push_result pool::submit_many(const std::vector<call_ptr>& calls) {
+  const std::int64_t now = now_ns();
+  for (const call_ptr& c : calls) c->timing.enqueued_ns = now;
+  return m_shared->queue.push_many(calls);
+}
+
 bool pool::cancel(const call_ptr& c) {
   if (!m_shared->queue.remove(c)) return false;
   m_shared->finish(c, call_outcome::cancelled, 0, "the call was cancelled before it ran", -1);

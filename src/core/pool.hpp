@@ -92,6 +92,8 @@ class pool {
   // Queues a call for any worker, or (worker >= 0) for that worker only;
   // a call for a dead or missing worker is refused as broken.
   job_queue::push_result submit(const call_ptr& c, int worker = -1);
+  // Queues calls for any worker together (job_queue::push_many), all or none.
+  job_queue::push_result submit_many(const std::vector<call_ptr>& calls);
   // Fails a call as cancelled if no worker has taken it yet.
   bool cancel(const call_ptr& c);
 

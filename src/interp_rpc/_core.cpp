@@ -264,6 +264,16 @@ class call_handle {
     return true;
   }
 
+  // claim() and release(), then the reply: (status, reply kind, reply,
+  // worker), in one crossing for a map's collection of each chunk.
+  py::tuple take() {
+    claim();
+    release();
+    const core::call& c = *m_call;
+    return py::make_tuple(status_of(c.outcome()), c.reply_kind(), py::bytes(c.reply()),
+                          c.worker_index());
+  }
+
   const core::call_ptr& get() const { return m_call; }
 
  private:
@@ -340,6 +350,41 @@ class engine {
     const char* refused = push(c, worker);
     if (refused != nullptr) return py::make_tuple(refused, py::none());
     return py::make_tuple("queued", call_handle(c));
+  }
+
+  // Queues calls for any worker together, all or none: each of `calls` is
+  // (target, request, buffers, item_index, item_count, submitted_ns,
+  // serialize_ns). Returns ("queued", [handles]), or ("closed"/"broken", None).
+  py::tuple submit_many(const py::list& calls) {
+    std::vector<core::call_ptr> made;
+    made.reserve(calls.size());
+    const auto release_made = [&] {
+      for (const core::call_ptr& c : made) {
+        c->try_claim();
+        release_call_resources(*c, c->target);
+      }
+    };
+    try {
+      for (const py::handle& entry : calls) {
+        const auto fields = entry.cast<py::tuple>();
+        made.push_back(make_call(fields[0].cast<std::string>(), fields[1].cast<py::bytes>(),
+                                 fields[2].cast<py::list>(), fields[3].cast<std::int64_t>(),
+                                 fields[4].cast<std::int64_t>(), fields[5].cast<std::int64_t>(),
+                                 fields[6].cast<std::int64_t>()));
+      }
+    } catch (...) {
+      release_made();
+      throw;
+    }
+    const auto result = m_pool->submit_many(made);
+    if (result != core::job_queue::push_result::queued) {
+      release_made();
+      return py::make_tuple(result == core::job_queue::push_result::closed ? "closed" : "broken",
+                            py::none());
+    }
+    py::list handles(made.size());
+    for (std::size_t i = 0; i < made.size(); ++i) handles[i] = py::cast(call_handle(made[i]));
+    return py::make_tuple("queued", handles);
   }
 
   // submit() and wait in one step, for pool.call(): no handle object, no
@@ -560,6 +605,8 @@ PYBIND11_MODULE(_core, m) {
       .def("wait", &call_handle::wait, py::arg("timeout") = py::none(),
            "Wait (GIL released) until the call finished; False on timeout.")
       .def("claim", &call_handle::claim, "True for the one party that settles this call.")
+      .def("take", &call_handle::take,
+           "claim() and release(), then (status, reply_kind, reply, worker) of the finished call.")
       .def("release", &call_handle::release,
            "Release the future and buffers the call holds, if this handle won the claim; "
            "returns whether it did.")
@@ -596,6 +643,9 @@ PYBIND11_MODULE(_core, m) {
            py::arg("item_index") = -1, py::arg("item_count") = 1, py::arg("owner") = py::none(),
            py::arg("submitted_ns") = 0, py::arg("serialize_ns") = 0, py::arg("worker") = -1,
            "Queue a call for any worker, or for one worker (worker >= 0).")
+      .def("submit_many", &engine::submit_many, py::arg("calls"),
+           "Queue calls for any worker together, all or none: each is (target, request, "
+           "buffers, item_index, item_count, submitted_ns, serialize_ns).")
       .def("call", &engine::call, py::arg("target"), py::arg("request"), py::arg("buffers"),
            py::arg("timeout") = py::none(), py::arg("submitted_ns") = 0,
            py::arg("serialize_ns") = 0)

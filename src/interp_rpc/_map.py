@@ -123,8 +123,8 @@ class MapRun:
 
         When the input was read up front (no ``buffersize``), chunks are
         sent in batches that double from one chunk, capped at
-        _MAX_BATCH_ITEMS items: the first goes out at once, and later ones
-        arrive together, so a worker that drains the queue finds its next
+        _MAX_BATCH_ITEMS items, each batch queued under one lock: the first
+        goes out at once, and a worker that drains the queue finds its next
         call waiting instead of going to sleep and being woken for each one.
         A lazy input (``buffersize``) may be slow to yield its items, so each
         chunk is sent as soon as it is encoded."""
@@ -173,9 +173,14 @@ class MapRun:
         return pool._encode(self._fn, args, {}, mode, start, self._normalized)
 
     def _send(self, batch: list[tuple[int, int, EncodedCall]]) -> None:
-        submit, pending = self._pool._submit, self._pending
-        for start, count, encoded in batch:
-            pending.append((start, count, submit(encoded, item_index=start, item_count=count)))
+        if len(batch) == 1:
+            start, count, encoded = batch[0]
+            handle = self._pool._submit(encoded, item_index=start, item_count=count)
+            self._pending.append((start, count, handle))
+        elif batch:
+            handles = self._pool._submit_many(batch)
+            self._pending.extend((start, count, handle)
+                                 for (start, count, _), handle in zip(batch, handles, strict=True))
 
     def _measure_finished(self) -> None:
         """Learn the item cost from the oldest chunk, once it has finished."""
@@ -217,12 +222,11 @@ class MapRun:
                     raise self._timeout_error(handle)
                 self._pending.popleft()
                 self._in_flight -= count
-                handle.claim()
-                handle.release()
-                self._measure(handle, count)
+                status, kind, reply, worker = handle.take()
+                if self._chunksize is None:
+                    self._measure(handle, count)
                 values, failed, error, *marks = _replies.reply_value(
-                    handle.status, handle.reply_kind, handle.reply, handle.worker, self._fn,
-                    (), {}, chunk_start=start)
+                    status, kind, reply, worker, self._fn, (), {}, chunk_start=start)
                 if marks or (failed >= 0 and self._pool._profiling.on):
                     # Its items' times (a profiled chunk), or which one failed.
                     self._pool._profiling.item_marks(handle.id, marks[0] if marks else None,
@@ -230,7 +234,7 @@ class MapRun:
                 if failed < 0 and error is not None:  # collected failures
                     for offset, info in _wire.loads(error):
                         values[offset] = _replies.remote_error(
-                            info, target=self._name, worker=handle.worker,
+                            info, target=self._name, worker=worker,
                             item_index=start + offset)
                 if not self._exhausted:
                     self._refill()
@@ -244,7 +248,7 @@ class MapRun:
                     yield from map(list.pop, itertools.repeat(values, len(values)))
                 if failed >= 0:
                     raise _replies.remote_error(_wire.loads(error), target=self._name,
-                                                worker=handle.worker, item_index=start + failed)
+                                                worker=worker, item_index=start + failed)
         finally:
             self._cancel_pending()
 

@@ -319,6 +319,16 @@ class InterpreterPool(Executor):
             raise _replies.refusal(status, name)
         return handle
 
+    def _submit_many(self, batch: list[tuple[int, int, EncodedCall]]) -> list[_core.CallHandle]:
+        """Queue a map's chunks together, all or none: each is (its first
+        item's index, its item count, the encoded chunk)."""
+        status, handles = self._engine.submit_many([
+            (name, request, buffers, start, count, submitted, cost)
+            for start, count, (name, request, buffers, submitted, cost) in batch])
+        if handles is None:
+            raise _replies.refusal(status, batch[0][2][0])
+        return handles
+
     def _busy_worker(self, call_id: int) -> tuple[int | None, float | None]:
         """(worker, seconds) of the worker running call ``call_id``, if one is."""
         for w in self._engine.status():

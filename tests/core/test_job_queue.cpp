@@ -237,3 +237,36 @@ TEST_CASE("only one idle worker spins for work, the others sleep") {
   for (auto& t : workers) t.join();
   CHECK(got.load() == 1);
 }
+
+TEST_CASE("push_many queues every call in order, or none once the queue is closed") {
+  job_queue q(2);
+  const std::vector<call_ptr> batch{make_call(1), make_call(2), make_call(3)};
+  CHECK(q.push_many(batch) == job_queue::push_result::queued);
+  CHECK(q.size() == 3);
+  for (std::uint64_t id = 1; id <= 3; ++id) CHECK(q.pop(0, q.generation())->id == id);
+  q.close();
+  CHECK(q.push_many({make_call(4), make_call(5)}) == job_queue::push_result::closed);
+  CHECK(q.size() == 0);
+  job_queue broken(1);
+  broken.break_and_drain();
+  CHECK(broken.push_many({make_call(6)}) == job_queue::push_result::broken);
+}
+
+TEST_CASE("push_many hands one call to each idle sleeper and queues the rest") {
+  // As push() does call by call: sleepers are handed a call each (so a
+  // shutdown right after cannot cancel them all), the rest wait in the
+  // shared lane for whichever worker is free first.
+  job_queue q(2);
+  call_ptr first, second;
+  std::thread w0([&] { first = q.pop(0, q.generation()); });
+  std::thread w1([&] { second = q.pop(1, q.generation()); });
+  wait_until_sleeping(q, 2);
+  const std::vector<call_ptr> batch{make_call(1), make_call(2), make_call(3), make_call(4)};
+  CHECK(q.push_many(batch) == job_queue::push_result::queued);
+  w0.join();
+  w1.join();
+  CHECK(((first == batch[0] && second == batch[1]) || (first == batch[1] && second == batch[0])));
+  CHECK(q.size() == 2);
+  CHECK(q.pop(0, q.generation()) == batch[2]);
+  CHECK(q.pop(1, q.generation()) == batch[3]);
+}

@@ -10,7 +10,13 @@ from typing import Any
 import pytest
 from support import Gates, MakePool, wait_until
 
-from interp_rpc import CallTimeoutError, InterpreterPool, InterpRpcError, RemoteError
+from interp_rpc import (
+    CallTimeoutError,
+    InterpreterPool,
+    InterpRpcError,
+    PoolClosedError,
+    RemoteError,
+)
 
 
 def test_results_come_back_in_order(module_pool: InterpreterPool) -> None:
@@ -138,10 +144,10 @@ def test_errors_collect_puts_each_failure_in_its_place(pool: InterpreterPool,
 
 def _batches_sent(pool: InterpreterPool, monkeypatch: pytest.MonkeyPatch,
                   run: Callable[[], object]) -> list[int]:
-    """How many chunks each send of ``run``'s map submitted at once."""
+    """How many chunks each send of ``run``'s map queued at once."""
     encoded = 0
-    encoded_at_send: list[int] = []
-    encode, submit = pool._encode, pool._submit
+    sends: list[tuple[int, int]] = []  # (chunks encoded by then, chunks sent)
+    encode, submit, submit_many = pool._encode, pool._submit, pool._submit_many
 
     def counting_encode(*args: Any, **kwargs: Any) -> Any:
         nonlocal encoded
@@ -149,15 +155,21 @@ def _batches_sent(pool: InterpreterPool, monkeypatch: pytest.MonkeyPatch,
         return encode(*args, **kwargs)
 
     def recording_submit(*args: Any, **kwargs: Any) -> Any:
-        encoded_at_send.append(encoded)
+        sends.append((encoded, 1))
         return submit(*args, **kwargs)
+
+    def recording_submit_many(batch: Any) -> Any:
+        sends.append((encoded, len(batch)))
+        return submit_many(batch)
 
     monkeypatch.setattr(pool, "_encode", counting_encode)
     monkeypatch.setattr(pool, "_submit", recording_submit)
+    monkeypatch.setattr(pool, "_submit_many", recording_submit_many)
     run()
     monkeypatch.undo()
-    assert encoded_at_send[0] == 1  # the first chunk went out before the second was encoded
-    return [len(list(group)) for _, group in itertools.groupby(encoded_at_send)]
+    assert sends[0] == (1, 1)  # the first chunk went out before the second was encoded
+    assert [at for at, _ in sends] == list(itertools.accumulate(n for _, n in sends))
+    return [n for _, n in sends]
 
 
 def test_chunks_of_an_input_read_up_front_are_sent_in_doubling_batches(
@@ -187,6 +199,17 @@ def test_chunks_of_a_lazy_input_are_sent_as_soon_as_encoded(
         assert list(results) == expected
 
     assert _batches_sent(pool, monkeypatch, run) == [1] * 100
+
+
+def test_a_batch_the_engine_refuses_raises_pool_closed_and_queues_nothing(
+        make_pool: MakePool) -> None:
+    pool = make_pool(workers=1)
+    batch = [(i, 1, pool._encode("pooltasks.square", ([i],), {}, "chunk", i)) for i in range(3)]
+    calls_before = pool.stats().calls
+    pool._engine.close(cancel_pending=True, timeout=60)  # closed below the Python layer
+    with pytest.raises(PoolClosedError, match="closed"):
+        pool._submit_many(batch)
+    assert pool.stats().calls == calls_before
 
 
 @pytest.mark.parametrize("chunksize", [1, 2, 7, 1000])
