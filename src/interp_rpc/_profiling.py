@@ -52,7 +52,7 @@ class ProfileRecorder:
         chunk of one item needs none: its request's times are the item's)."""
         return mode + _worker_profiling.ITEM_TIMES if self._sessions and items > 1 else mode
 
-    def item_marks(self, call_id: int, marks: list[int] | None, failed: int) -> None:
+    def item_marks(self, call_id: int, marks: bytes | None, failed: int) -> None:
         """A map chunk's reply: its items' times (None: a chunk of one item,
         not timed), and which item failed (or -1)."""
         for session in self._sessions:
@@ -97,8 +97,9 @@ class ProfileSession:
         self._pool = pool
         self._recorder = recorder
         self.functions = functions
-        #: Per map chunk: its items' times (None: not timed), and its failed item or -1.
-        self.marks: dict[int, tuple[list[int] | None, int]] = {}
+        #: Per map chunk: its items' times (None: not timed; read when the
+        #: records are built), and its failed item or -1.
+        self.marks: dict[int, tuple[bytes | None, int]] = {}
         #: Calls the caller gave up on: when (time.monotonic_ns()).
         self.timed_out: dict[int, int] = {}
         #: Map chunks whose replies the caller did not read: (handle, first item, items).
@@ -161,7 +162,7 @@ class ProfileSession:
             return records
 
         profile.pending = build
-        groups = sum(len(m) // 2 for r in mine
+        groups = sum(_worker_profiling.group_count(m) for r in mine
                      if (m := marks.get(r.id, (None, -1))[0]) is not None)
         profile.item_timing_overhead_ns = int(groups * clock_read_ns())
         # The timeline spans the work: from the first request's pickling to
@@ -219,7 +220,7 @@ class ProfileSession:
         return outcomes
 
 
-def _items_of(r: EngineRecord, marks: tuple[list[int] | None, int] | None,
+def _items_of(r: EngineRecord, marks: tuple[bytes | None, int] | None,
               gave_up_ns: int | None) -> list[model.ItemRecord]:
     """The ItemRecords of one request, from the engine's record of it.
     ``gave_up_ns``: when the caller stopped waiting for it, if it did."""

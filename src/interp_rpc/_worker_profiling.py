@@ -9,21 +9,24 @@ flag and to read the item times back. Standard library only.
 from __future__ import annotations
 
 import time
+from array import array
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
     from typing import Any
 
-#: Appended to a chunk request's mode: its reply carries the items' end times,
-#: as ``(results, failed_index, error, marks)``.
+#: Appended to a chunk request's mode: its reply carries the items' times,
+#: as ``(results, failed_index, error, marks)`` (see run_chunk_timed).
 ITEM_TIMES = "+items"
 
 #: Items are timed one by one when they take at least this long. Shorter ones
-#: are timed in groups that last about this long, so that reading the clock
-#: (tens to hundreds of ns) costs under 1 % of the chunk: their times are then
-#: the group's average.
-MIN_GROUP_NS = 20_000
+#: are timed in groups that last about this long, and their times are the
+#: group's average. Each group but a chunk's last costs a slice (a copy per
+#: item) and a few dozen bytecodes: on the 20,000-item map of identity, groups
+#: of 20 µs cost the worker 1.2 % of the map's instructions (callgrind, with
+#: the groups' sizes of a native run), 50 µs ones 0.3 % (profile_bench.py).
+MIN_GROUP_NS = 50_000
 
 # A group grows at most this much from one measurement to the next (one
 # unusually fast item must not make the next group huge).
@@ -33,19 +36,24 @@ _MAX_GROWTH = 8
 # starts with the right size instead of timing its first items one by one.
 _group_sizes: dict[object, int] = {}
 
+# How marks cross to the caller: one bytes object of int64s pickles in a
+# tenth of the time a list of large ints does.
+_MARK_TYPE = "q"
+
 
 def run_chunk_timed(fn: Callable[..., Any], items: list[Any], star: bool, key: object,
                     stopped: type[BaseException], stop: memoryview | None = None,
                     first_index: int = 0) -> tuple[list[Any], int, BaseException | None,
-                                                   list[int]]:
+                                                   bytes]:
     """Runs fn on each item until one raises: (results so far, index of the
     failed item or -1, its exception, ``marks``). Marks are the start time,
-    then for each group of items its size and the time it ended
-    (``[t0, n1, t1, n2, t2, ...]``, ``time.monotonic_ns()`` values); a failed
-    item ends the last group, an item that raised ``stopped`` (its map was
-    stopped before it) did not run and is not in the marks. The exception is
-    returned, not described, so that the worker describes it after the
-    function profiler stopped.
+    then for each group of items the chunk offset it ended before and the
+    time it ended (``[t0, end1, t1, end2, t2, ...]``, ``time.monotonic_ns()``
+    values), as int64 bytes (read_marks reads them); a failed item ends the
+    last group, an item that raised ``stopped`` (its map was stopped before
+    it) did not run and is not in the marks. The exception is returned, not
+    described, so that the worker describes it after the function profiler
+    stopped.
 
     ``stop`` is the map's stop flag, read before every item as _run_chunk
     reads it (raising ``stopped``): inline, because a wrapper around fn
@@ -53,20 +61,28 @@ def run_chunk_timed(fn: Callable[..., Any], items: list[Any], star: bool, key: o
     clock = time.monotonic_ns
     results: list[Any] = []
     append = results.append
+    total = len(items)
     size = _group_sizes.get(key, 1)
     last = clock()
     marks = [last]
+    mark = marks.append
     pos = 0  # the group's first item
-    # Nothing is counted per item: the results' length says where a group
-    # ended (a ``pos += 1`` per item was a tenth of a tiny item's time; a
-    # group taken from an iterator with islice, instead of a slice, cost
-    # more than the slice's copy). The builtins this loop calls are
-    # _RUNNER_BUILTINS, left out of the function profile unless the user's
-    # frames call them too.
+    # Nothing is counted per item, and the last group of the chunk (with a
+    # remainder under half a group, which joins it) runs over the chunk
+    # itself, not a copy: a slice costs a copy per item, an islice over one
+    # iterator costs more per item than that copy. The builtins this loop
+    # calls are _RUNNER_BUILTINS, left out of the function profile unless
+    # the user's frames call them too.
     while True:
-        group = items[pos:pos + size]
-        if not group:
-            break
+        end = pos + size
+        group: Iterable[Any]
+        if end + (size >> 1) <= total:
+            group = items[pos:end]
+        else:
+            tail: Any = iter(items)  # a list iterator, set to start at pos
+            tail.__setstate__(pos)
+            group = tail
+            end = total
         try:
             if stop is not None:
                 for item in group:
@@ -82,44 +98,61 @@ def run_chunk_timed(fn: Callable[..., Any], items: list[Any], star: bool, key: o
                     append(fn(item))
         except BaseException as exc:
             index = len(results)  # the item that failed, or (stopped) did not start
-            ran = index - pos if isinstance(exc, stopped) else index + 1 - pos
-            if ran:
-                marks += (ran, clock())
+            ran = index if isinstance(exc, stopped) else index + 1
+            if ran > pos:
+                mark(ran)
+                mark(clock())
             _group_sizes[key] = size
-            return results, index, exc, marks
+            return results, index, exc, array(_MARK_TYPE, marks).tobytes()
         now = clock()
-        count = len(results) - pos
-        pos += count
-        marks += (count, now)
-        span = now - last if now > last else 1
+        mark(end)
+        mark(now)
+        if end == total:
+            break
+        count = end - pos
+        size = count * MIN_GROUP_NS // (now - last or 1) or 1
+        if size > count * _MAX_GROWTH:
+            size = count * _MAX_GROWTH
+        pos = end
         last = now
-        size = count * MIN_GROUP_NS // span
-        size = 1 if size < 1 else count * _MAX_GROWTH if size > count * _MAX_GROWTH else size
     _group_sizes[key] = size
-    return results, -1, None, marks
+    return results, -1, None, array(_MARK_TYPE, marks).tobytes()
 
 
-def item_spans(marks: list[int]) -> list[tuple[int, int, int]]:
+def read_marks(marks: bytes) -> list[int]:
+    """A chunk's marks as run_chunk_timed made them: ``[t0, end1, t1, ...]``."""
+    return array(_MARK_TYPE, marks).tolist()
+
+
+def group_count(marks: bytes) -> int:
+    """How many groups a chunk's items were timed in (each read the clock once)."""
+    return len(marks) // (2 * array(_MARK_TYPE).itemsize)
+
+
+def item_spans(marks: bytes) -> list[tuple[int, int, int]]:
     """``(start_ns, end_ns, group_size)`` per item, from a chunk's marks."""
     spans: list[tuple[int, int, int]] = []
-    start = marks[0]
-    for index in range(1, len(marks) - 1, 2):
-        count, end = marks[index], marks[index + 1]
+    values = read_marks(marks)
+    start, first = values[0], 0
+    for index in range(1, len(values) - 1, 2):
+        end_item, end = values[index], values[index + 1]
+        count = end_item - first
         step = (end - start) / count
         spans.extend((start + round(step * k), start + round(step * (k + 1)), count)
                      for k in range(count))
-        start = end
+        start, first = end, end_item
     return spans
 
 
-def group_spans(marks: list[int]) -> list[tuple[int, int]]:
+def group_spans(marks: bytes) -> list[tuple[int, int]]:
     """Per item, ``(start_ns, end_ns)`` of the group it was timed in."""
     spans: list[tuple[int, int]] = []
-    start = marks[0]
-    for index in range(1, len(marks) - 1, 2):
-        count, end = marks[index], marks[index + 1]
-        spans += [(start, end)] * count
-        start = end
+    values = read_marks(marks)
+    start, first = values[0], 0
+    for index in range(1, len(values) - 1, 2):
+        end_item, end = values[index], values[index + 1]
+        spans += [(start, end)] * (end_item - first)
+        start, first = end, end_item
     return spans
 
 

@@ -257,7 +257,91 @@ def test_a_timed_chunk_stops_before_its_next_item_once_its_map_is_stopped() -> N
         first_index=100)
     assert (results, failed) == ([0, 10, 20], 3)
     assert isinstance(error, Stopped) and "before item 103" in str(error)
-    assert sum(marks[1::2]) == 3  # the items that ran are timed, no other
+    assert _worker_profiling.read_marks(marks)[-2] == 3  # the items that ran are timed, no other
+
+
+class FakeClock:
+    """_worker_profiling's clock, made to advance only when an item runs:
+    every item takes ``item_ns``, exactly."""
+
+    def __init__(self, item_ns: int) -> None:
+        self.now = 1_000_000
+        self.item_ns = item_ns
+
+    def monotonic_ns(self) -> int:
+        return self.now
+
+    def item(self, n: int) -> int:
+        self.now += self.item_ns
+        if n < 0:
+            raise ValueError(f"negative item {n}")
+        return n * 2
+
+    def pair(self, a: int, b: int) -> int:
+        return self.item(a + b)
+
+
+@pytest.fixture
+def fake_clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    clock = FakeClock(_worker_profiling.MIN_GROUP_NS // 50)  # groups of 50 items
+    monkeypatch.setattr(_worker_profiling, "time", clock)
+    return clock
+
+
+def group_ends(marks: bytes) -> list[int]:
+    """The chunk offset each group of a chunk's marks ended before."""
+    return _worker_profiling.read_marks(marks)[1::2]
+
+
+def test_tiny_items_are_timed_in_groups_that_grow_to_the_group_time(
+        fake_clock: FakeClock) -> None:
+    key = ("test", "groups")
+    results, failed, error, marks = _worker_profiling.run_chunk_timed(
+        fake_clock.item, list(range(500)), False, key, ValueError)
+    assert (results, failed, error) == ([n * 2 for n in range(500)], -1, None)
+    ends = group_ends(marks)
+    sizes = [b - a for a, b in zip([0, *ends], ends, strict=False)]
+    # From one item (the target's first chunk) growing at most 8-fold, up to
+    # the 50 items of a group's time; the last group takes the remainder.
+    assert sizes[:3] == [1, 8, 50], sizes
+    assert all(size == 50 for size in sizes[2:-1]), sizes
+    assert ends[-1] == 500 and 25 <= sizes[-1] < 75, sizes
+    # Each item's time is its group's average: here, exactly each item's.
+    spans = _worker_profiling.item_spans(marks)
+    assert [end - start for start, end, _ in spans] == [fake_clock.item_ns] * 500
+    assert [group for _, _, group in spans[:9]] == [1] + [8] * 8
+    assert _worker_profiling.group_count(marks) == len(sizes)
+
+
+@pytest.mark.parametrize(("items", "sizes"), [(70, [70]), (74, [74]), (75, [50, 25]),
+                                              (120, [50, 70]), (1, [1])])
+def test_a_remainder_under_half_a_group_joins_the_chunk_s_last_group(
+        fake_clock: FakeClock, items: int, sizes: list[int]) -> None:
+    key = ("test", "remainder", items)
+    _worker_profiling.run_chunk_timed(fake_clock.item, list(range(200)), False, key, ValueError)
+    results, _, _, marks = _worker_profiling.run_chunk_timed(
+        fake_clock.item, list(range(items)), False, key, ValueError)
+    assert results == [n * 2 for n in range(items)]
+    ends = group_ends(marks)
+    assert [b - a for a, b in zip([0, *ends], ends, strict=False)] == sizes
+
+
+@pytest.mark.parametrize("failing", [0, 30, 60, 99])
+@pytest.mark.parametrize("star", [False, True])
+def test_a_failed_item_ends_the_timed_groups_wherever_it_is(
+        fake_clock: FakeClock, failing: int, star: bool) -> None:
+    key = ("test", "failure", star)
+    values = [1] * 100
+    values[failing] = -1
+    items: list[object] = [(v, 0) for v in values] if star else list(values)
+    fn = fake_clock.pair if star else fake_clock.item
+    _worker_profiling.run_chunk_timed(fn, items, star, key, MemoryError)  # learns the size
+    results, failed, error, marks = _worker_profiling.run_chunk_timed(
+        fn, items, star, key, MemoryError)
+    assert (results, failed) == ([2] * failing, failing)
+    assert isinstance(error, ValueError) and "negative item -1" in str(error)
+    assert group_ends(marks)[-1] == failing + 1  # the failed item ran: it is timed
+    assert len(_worker_profiling.item_spans(marks)) == failing + 1
 
 
 # ------------------------------------------------------------- timed-out chunks
