@@ -14,14 +14,31 @@ load average is printed before and after. Issue 12 asks per-item timing to
 stay under 2 %.
 
     ./dev run -- python3 bench/profile_bench.py [--rounds N] [--items N] [--workers W]
+
+Wall and CPU time move by several points from run to run on a shared VM.
+``--instructions "valgrind --tool=callgrind --callgrind-out-file=/dev/null"``
+adds a count that does not: instructions, from callgrind (which this VM's
+perf cannot give: it has no hardware counters). Each count is a process of
+its own under that command; a count is the difference of two processes that
+differ only in what is measured (their start-up cancels, to within about
+0.1 M instructions). Under callgrind everything is about 50 times slower, so
+what depends on time is pinned to this run's native values: the worker's
+groups keep the size they had here (its clock advances by one group's time
+per read), and the plain map (the denominator) uses this run's largest chunk
+as its chunksize.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import itertools
+import json
 import os
+import re
+import shlex
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -98,6 +115,77 @@ def parts_ns(chunk_sizes: list[int]) -> dict[str, int]:
     return out
 
 
+def count_part(part: str, chunk_sizes: list[int], group: int, maps: int) -> None:
+    """What ``--instructions`` counts, in a process of its own: ``maps`` times
+    the parts of a map with these chunks (``part`` "plain": the plain loop and
+    its reply; "timed": the timed loop, its reply and the caller keeping the
+    times; "none": nothing), or ``maps`` whole plain maps ("map")."""
+    import workloads
+
+    from interp_rpc import _profiling, _worker, _worker_profiling
+
+    if part == "map":
+        items = list(range(sum(chunk_sizes)))
+        with InterpreterPool(workers=2, init="import workloads") as pool:
+            list(pool.map("workloads.identity", items[:1000], chunksize=max(chunk_sizes)))
+            for _ in range(maps):
+                list(pool.map("workloads.identity", items, chunksize=max(chunk_sizes)))
+        return
+
+    class PinnedClock:  # one group's time per read: every group keeps its size
+        monotonic_ns = itertools.count(0, _worker_profiling.MIN_GROUP_NS).__next__
+
+    _worker_profiling.time = PinnedClock  # type: ignore[assignment]
+
+    class Session:
+        def __init__(self) -> None:
+            self.marks: dict[int, object] = {}
+
+    recorder = _profiling.ProfileRecorder()
+    recorder._sessions = [Session()]  # type: ignore[list-item]
+    fn = workloads.identity
+    stop = memoryview(bytearray(1))
+    chunks = [list(range(n)) for n in chunk_sizes if n > 1]
+    for _ in range(maps):
+        for chunk in chunks:
+            _worker_profiling._group_sizes["bench"] = group
+            if part == "plain":
+                round_trip(_worker._run_chunk(fn, chunk, False, 1, stop))
+            elif part == "timed":
+                reply = _worker_profiling.run_chunk_timed(fn, chunk, False, "bench",
+                                                          _worker.MapStopped, stop)
+                recorder.item_marks(1, round_trip(reply)[3], -1)  # type: ignore[index]
+
+
+def instructions(command: list[str], part: str, chunk_sizes: list[int], group: int,
+                 maps: int) -> int:
+    """The instructions one count_part process runs, under ``command``."""
+    done = subprocess.run(
+        [*command, sys.executable, __file__, "--count-part", part, "--maps", str(maps),
+         "--group", str(group), "--chunks", json.dumps(chunk_sizes)],
+        capture_output=True, text=True, check=False, env={**os.environ, "PYTHONHASHSEED": "0"})
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    if done.returncode != 0 or found is None:
+        raise SystemExit(f"--instructions: {shlex.join(command)} failed "
+                         f"(exit {done.returncode}):\n{done.stderr[-2000:]}")
+    return int(found.group(1))
+
+
+def report_instructions(command: list[str], chunk_sizes: list[int], group: int) -> None:
+    maps = 10
+    count = functools.partial(instructions, command, chunk_sizes=chunk_sizes, group=group)
+    none, plain, timed = (count(part, maps=maps) for part in ("none", "plain", "timed"))
+    no_map, whole = count("map", maps=0), count("map", maps=maps)
+    per_map = (whole - no_map) / maps
+    added = (timed - plain) / maps
+    print(f"\nInstructions (callgrind), per map: a plain map {per_map / 1e6:.2f} M "
+          f"(chunksize={max(chunk_sizes)}); its worker loops and replies "
+          f"{(plain - none) / maps / 1e6:.2f} M; per-item timing adds "
+          f"{added / 1e3:+.0f} k to them (groups of {group} items), "
+          f"{added / per_map:+.2%} of the plain map: "
+          f"**{'PASS' if added / per_map < ITEM_TIMING_BUDGET else 'MISS'}**")
+
+
 def round_trip(reply: object) -> object:
     from interp_rpc import _wire
 
@@ -116,7 +204,16 @@ def main() -> None:
     parser.add_argument("--chunksize", type=int, default=None,
                         help="the maps' chunksize (default: adaptive, as measure 3)")
     parser.add_argument("--repeats", type=int, default=5, help="maps per mode per round")
+    parser.add_argument("--instructions", metavar="COMMAND", default=None,
+                        help="also count instructions, with this callgrind command line")
+    parser.add_argument("--count-part", help=argparse.SUPPRESS)  # one --instructions count
+    parser.add_argument("--maps", type=int, default=1, help=argparse.SUPPRESS)
+    parser.add_argument("--group", type=int, default=1, help=argparse.SUPPRESS)
+    parser.add_argument("--chunks", default="[]", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.count_part is not None:
+        count_part(args.count_part, json.loads(args.chunks), args.group, args.maps)
+        return
     items = list(range(args.items))
     load_before = load()
     with InterpreterPool(workers=args.workers, init="import workloads") as pool:
@@ -150,6 +247,10 @@ def main() -> None:
         before = pool.stats().calls
         one_map()
         chunk_sizes = [r.item_count for r in pool.call_records(before)]
+        with pool.profile() as prof:
+            one_map()
+        # The middle item's group size (the first chunks' groups are smaller).
+        group = statistics.median_low(r.group for r in prof.records)
         wall: dict[str, list[float]] = {name: [] for name in modes}
         cpu: dict[str, list[float]] = {name: [] for name in modes}
         for _ in range(args.rounds):
@@ -186,6 +287,8 @@ def main() -> None:
         verdict = "PASS" if ratio < ITEM_TIMING_BUDGET else "MISS"
         print(f"\nper-item timing overhead, {clock} time: {ratio:+.1%} "
               f"(target < {ITEM_TIMING_BUDGET:.0%}): **{verdict}**")
+    if args.instructions is not None:
+        report_instructions(shlex.split(args.instructions), chunk_sizes, group)
 
 
 if __name__ == "__main__":
