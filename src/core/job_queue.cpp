@@ -53,14 +53,18 @@ job_queue::push_result job_queue::push_many(const std::vector<call_ptr>& calls) 
 }
 
 int job_queue::place_shared_locked(call_ptr c) {
-  const int sleeper = idle_sleeper_locked();
-  if (sleeper >= 0 && m_spinning.load(std::memory_order_acquire) == 0) {
-    m_handed[static_cast<std::size_t>(sleeper)] = std::move(c);
-    return sleeper;
+  // An idle worker is handed the call: the spinning one (it needs no
+  // wake-up, and sees the hand-off within microseconds), else a sleeper.
+  const int spinner = m_spinner.load(std::memory_order_acquire);
+  const int idle = spinner >= 0 ? spinner : idle_sleeper_locked();
+  if (idle >= 0 && !m_handed[static_cast<std::size_t>(idle)]) {
+    m_handed[static_cast<std::size_t>(idle)] = std::move(c);
+    m_handoffs.fetch_add(1, std::memory_order_release);
+    return idle == spinner ? -1 : idle;
   }
-  // A spinning worker takes it, or the woken sleeper, or a busy worker once
-  // its call is done; a worker about to sleep sees it first (it looks under
-  // this lock).
+  // The spinner (once it took its hand-off), the woken sleeper, or a busy
+  // worker once its call is done takes it; a worker about to sleep sees it
+  // first (it looks under this lock).
   m_shared.push_back(std::move(c));
   update_size_locked();
   return -1;
@@ -85,13 +89,16 @@ unsigned job_queue::generation() const { return m_generation.load(std::memory_or
 call_ptr job_queue::pop(int worker, unsigned seen_generation) {
   const auto slot = static_cast<std::size_t>(worker);
   // Most calls arrive right after the previous reply: look before sleeping,
-  // unless another idle worker is looking already.
-  int nobody = 0;
-  if (m_spinning.compare_exchange_strong(nobody, 1, std::memory_order_acq_rel)) {
+  // unless another idle worker is looking already. A call handed to this
+  // worker while it spins shows as a new hand-off.
+  const unsigned handoffs = m_handoffs.load(std::memory_order_acquire);
+  int nobody = -1;
+  if (m_spinner.compare_exchange_strong(nobody, worker, std::memory_order_acq_rel)) {
     spin_until([&] { return m_size.load(std::memory_order_acquire) != 0 ||
+                            m_handoffs.load(std::memory_order_acquire) != handoffs ||
                             m_generation.load(std::memory_order_acquire) != seen_generation; },
                m_spin_ns);
-    m_spinning.store(0, std::memory_order_release);
+    m_spinner.store(-1, std::memory_order_release);
   }
   std::unique_lock lock(m_mutex);
   auto& mine = m_pinned.at(slot);

@@ -4,12 +4,13 @@
 // A call can also be pinned to one worker (running a notebook cell in every
 // worker's __main__ needs that); a worker serves its own lane first.
 //
-// A call for any worker that arrives while a worker sleeps idle, and none is
-// spinning for work, is handed to that sleeper at once: from then on it is
+// A call for any worker that arrives while a worker is idle (spinning for
+// work, or else asleep) is handed to that worker at once: from then on it is
 // that worker's, as if it had started (remove() and the drains no longer see
 // it). Otherwise whether an idle pool "had started" a call just submitted
-// would depend on how fast the OS wakes a thread, and shutdown(
-// cancel_futures=True) right after a burst of submits could cancel them all.
+// would depend on how fast the OS runs a thread, and shutdown(
+// cancel_futures=True) right after a burst of submits could cancel them all
+// (a spinner preempted on a loaded machine left every call queued).
 #pragma once
 
 #include <atomic>
@@ -103,9 +104,12 @@ class job_queue {
   // Readable without the mutex, for the spin before sleeping.
   std::atomic<std::size_t> m_size{0};
   std::atomic<unsigned> m_generation{0};
-  // 1 while a worker spins for work: a call then goes to the shared lane,
-  // where it takes it within microseconds, rather than to a sleeper.
-  std::atomic<int> m_spinning{0};
+  // The worker spinning for work, or -1. It is handed the next call (no
+  // wake-up needed), and calls after that go to the shared lane, where it
+  // takes them within microseconds, rather than to a sleeper.
+  std::atomic<int> m_spinner{-1};
+  // Counts hand-offs, so that a spinning worker sees one made to it.
+  std::atomic<unsigned> m_handoffs{0};
   const std::int64_t m_spin_ns;
 };
 

@@ -270,3 +270,37 @@ TEST_CASE("push_many hands one call to each idle sleeper and queues the rest") {
   CHECK(q.pop(0, q.generation()) == batch[2]);
   CHECK(q.pop(1, q.generation()) == batch[3]);
 }
+
+TEST_CASE("a call pushed while a worker spins is that worker's: not removable, not drained") {
+  // concurrent.futures' test_cancel_futures failed on a loaded machine: the
+  // only idle worker awake was spinning, the calls went to the shared lane
+  // for it, the OS ran the shutdown before the spinner, and every call was
+  // cancelled. A spin of a minute keeps the worker spinning throughout; the
+  // other idle worker cannot spin meanwhile, so it sleeps.
+  constexpr std::int64_t minute_ns = 60'000'000'000;
+  for (int round = 0; round < 20; ++round) {
+    job_queue q(2, minute_ns);
+    call_ptr got[2];
+    std::thread w0([&] { got[0] = q.pop(0, q.generation()); });
+    std::thread w1([&] { got[1] = q.pop(1, q.generation()); });
+    wait_until_sleeping(q, 1);
+    const auto a = make_call(1);
+    const auto b = make_call(2);
+    q.push(a);  // the spinner's
+    q.push(b);  // the shared lane's, or the sleeper's once the spinner stopped spinning
+    CHECK_FALSE(q.remove(a));
+    const auto drained = q.close_and_drain();
+    w0.join();
+    w1.join();
+    const int spinner = got[0] == a ? 0 : 1;
+    CHECK(got[spinner] == a);
+    const call_ptr& other = got[1 - spinner];
+    if (other == nullptr) {
+      REQUIRE(drained.size() == 1);
+      CHECK(drained[0] == b);
+    } else {
+      CHECK(other == b);
+      CHECK(drained.empty());
+    }
+  }
+}
