@@ -53,18 +53,23 @@ job_queue::push_result job_queue::push_many(const std::vector<call_ptr>& calls) 
 }
 
 int job_queue::place_shared_locked(call_ptr c) {
-  // An idle worker is handed the call: the spinning one (it needs no
-  // wake-up, and sees the hand-off within microseconds), else a sleeper.
+  // Each idle worker is handed one call: the spinning one first (it needs
+  // no wake-up, and sees the hand-off within microseconds), then a sleeper.
+  // A spinner takes one call only: a second left for it in the shared lane
+  // would wait behind the first while a sleeper slept (a first call that
+  // waits for the second never ended).
   const int spinner = m_spinner.load(std::memory_order_acquire);
-  const int idle = spinner >= 0 ? spinner : idle_sleeper_locked();
-  if (idle >= 0 && !m_handed[static_cast<std::size_t>(idle)]) {
+  const int idle = spinner >= 0 && !m_handed[static_cast<std::size_t>(spinner)]
+                       ? spinner
+                       : idle_sleeper_locked();
+  if (idle >= 0) {
     m_handed[static_cast<std::size_t>(idle)] = std::move(c);
     m_handoffs.fetch_add(1, std::memory_order_release);
     return idle == spinner ? -1 : idle;
   }
-  // The spinner (once it took its hand-off), the woken sleeper, or a busy
-  // worker once its call is done takes it; a worker about to sleep sees it
-  // first (it looks under this lock).
+  // Every worker is busy or has a call handed to it: the first that is free
+  // takes it; a worker about to sleep sees it first (it looks under this
+  // lock).
   m_shared.push_back(std::move(c));
   update_size_locked();
   return -1;

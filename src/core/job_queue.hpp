@@ -105,8 +105,8 @@ class job_queue {
   std::atomic<std::size_t> m_size{0};
   std::atomic<unsigned> m_generation{0};
   // The worker spinning for work, or -1. It is handed the next call (no
-  // wake-up needed), and calls after that go to the shared lane, where it
-  // takes them within microseconds, rather than to a sleeper.
+  // wake-up needed); the calls after that go to sleepers, one each, then to
+  // the shared lane.
   std::atomic<int> m_spinner{-1};
   // Counts hand-offs, so that a spinning worker sees one made to it.
   std::atomic<unsigned> m_handoffs{0};
