@@ -302,16 +302,28 @@ def _run_chunk(
     more than an item of a tiny-item map."""
     results: list[Any] = []
     append = results.append
+    # One loop per case: choosing fn(*item) or fn(item) inside the loop cost
+    # a fifth of a tiny item's time (11 of 57 ns per item, measured).
     try:
         if stop is None:
+            if star:
+                for item in items:
+                    append(fn(*item))
+            else:
+                for item in items:
+                    append(fn(item))
+        elif star:
             for item in items:
-                append(fn(*item) if star else fn(item))
+                if stop[0]:
+                    raise MapStopped(
+                        f"the map was stopped before item {first_index + len(results)}")
+                append(fn(*item))
         else:
             for item in items:
                 if stop[0]:
                     raise MapStopped(
                         f"the map was stopped before item {first_index + len(results)}")
-                append(fn(*item) if star else fn(item))
+                append(fn(item))
     except BaseException as exc:
         # Every item before the failing one appended its result.
         return results, len(results), wire.dumps(

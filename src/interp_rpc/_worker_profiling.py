@@ -84,12 +84,18 @@ def run_chunk_timed(fn: Callable[..., Any], items: list[Any], star: bool, key: o
             group = tail
             end = total
         try:
-            if stop is not None:
+            if stop is not None and star:
                 for item in group:
                     if stop[0]:
                         raise stopped("the map was stopped before item "
                                       f"{first_index + len(results)}")
-                    append(fn(*item) if star else fn(item))
+                    append(fn(*item))
+            elif stop is not None:
+                for item in group:
+                    if stop[0]:
+                        raise stopped("the map was stopped before item "
+                                      f"{first_index + len(results)}")
+                    append(fn(item))
             elif star:
                 for item in group:
                     append(fn(*item))
