@@ -12,7 +12,7 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor, Future
 from typing import Any, Self
 
@@ -28,7 +28,7 @@ from interp_rpc._errors import (
     WorkerInitFailure,
 )
 from interp_rpc._futures import CallFuture
-from interp_rpc._map import MapRun
+from interp_rpc._map import MapIterator, MapRun
 from interp_rpc._profiling import ProfileRecorder, ProfileSession
 from interp_rpc._records import CallRecord, EngineRecord, PoolStats, WorkerStatus
 from interp_rpc._validation import check_timeout, check_workers
@@ -124,7 +124,7 @@ class InterpreterPool(Executor):
 
     def map(self, fn: Callable[..., Any] | str, *iterables: Iterable[Any],
             timeout: float | None = None, chunksize: int | None = None,
-            buffersize: int | None = None) -> Iterator[Any]:
+            buffersize: int | None = None) -> MapIterator:
         """``fn(item)`` for every item, in parallel: an iterator over the
         results, in order, as ``Executor.map``.
 

@@ -110,6 +110,24 @@ def test_closing_the_iterator_cancels_what_has_not_started(pool: InterpreterPool
     assert not any(path.exists() for path in touched)
 
 
+def test_closing_the_iterator_before_any_result_cancels_what_has_not_started(
+        pool: InterpreterPool, gates: Gates, tmp_path: Path) -> None:
+    """A generator closed before its first next() runs nothing of its body,
+    so it could cancel nothing: map()'s iterator cancels all the same."""
+    first, second = gates.new(), gates.new()
+    touched = [tmp_path / f"touched-{i}" for i in range(6)]
+    items = [first.map_item(0), second.map_item(1), *[("touch", str(path)) for path in touched]]
+    results = pool.map("pooltasks.map_item", items, chunksize=1)
+    first.wait_started()
+    second.wait_started()  # both workers are busy: the rest is queued
+    results.close()
+    gates.release_all()
+    assert list(pool.map("pooltasks.square", [3])) == [9]  # queued behind nothing now
+    assert not any(path.exists() for path in touched)
+    with pytest.raises(StopIteration):
+        next(results)
+
+
 def test_closing_the_iterator_stops_a_running_chunk_before_its_next_item(
         make_pool: MakePool, gates: Gates, tmp_path: Path) -> None:
     pool = make_pool(workers=1)
