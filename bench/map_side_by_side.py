@@ -96,10 +96,10 @@ def main() -> None:
             for side in ("this", "other"):
                 values = [run[kind][metric] / (scale if metric == "items_per_s" else 1)
                           for run in runs[side]]
-                cells.append(f"{statistics.median(values):.3g} ({min(values):.3g}–"
+                cells.append(f"{statistics.median(values):.3g} ({min(values):.3g} to "
                              f"{max(values):.3g})")
             print(f"| {kind}, {label} | {cells[0]} | {cells[1]} |")
-    print(f"\n(medians over {args.pairs} processes of each, min–max in parentheses; "
+    print(f"\n(medians over {args.pairs} processes of each, the lowest and highest in parentheses; "
           f"each process's value is the median of {args.maps} maps)")
 
 
