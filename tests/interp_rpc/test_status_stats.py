@@ -85,9 +85,12 @@ def test_item_index_during_map(pool: InterpreterPool, gates: Gates) -> None:
     mapper.start()
     try:
         gate.wait_started()
-        # The other worker may still be finishing item 4: wait until only the
-        # gated call runs.
-        wait_until(lambda: states(pool).count("busy") == 1, what="one busy worker")
+        # The other worker may still be running item 4, or be between two
+        # items (one busy worker then says nothing): wait until every other
+        # item has replied.
+        wait_until(lambda: sorted(r.item_index for r in pool.call_records()
+                                  if r.target == "pooltasks.map_item" and r.outcome == "replied")
+                   == [0, 1, 2, 4], what="every item but the gated one done")
         (busy,) = [w for w in pool.status() if w.state == "busy"]
         assert busy.target == "pooltasks.map_item"
         assert busy.item_index == 3
