@@ -89,6 +89,13 @@ std::size_t job_queue::sleeping() const {
   return n;
 }
 
+std::size_t job_queue::waiting() const {
+  std::lock_guard lock(m_mutex);
+  std::size_t n = m_spinner.load(std::memory_order_acquire) >= 0 ? 1 : 0;
+  for (std::size_t i = 0; i < m_sleeping.size(); ++i) n += m_sleeping[i];
+  return n;
+}
+
 unsigned job_queue::generation() const { return m_generation.load(std::memory_order_acquire); }
 
 call_ptr job_queue::pop(int worker, unsigned seen_generation) {

@@ -55,6 +55,8 @@ class job_queue {
   call_ptr pop(int worker, unsigned seen_generation);
   // How many workers sleep in pop() with nothing handed to them yet.
   std::size_t sleeping() const;
+  // How many workers wait in pop() now, spinning or asleep.
+  std::size_t waiting() const;
   // Makes pop() return so workers look at their control flags (faults).
   // Queued calls stay queued.
   void wake_up();

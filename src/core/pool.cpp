@@ -1,6 +1,8 @@
 #include "core/pool.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <thread>
 
 #include "core/buffer_lease.hpp"
 #include "core/clock.hpp"
@@ -15,6 +17,11 @@ namespace {
 
 constexpr int reply_ok = reply_kind_ok;
 constexpr int reply_engine_error = reply_kind_engine_error;
+
+// The longest wait_ready() waits, once every worker is set up, for them all
+// to wait in the queue (they get there within microseconds, unless the
+// machine is loaded).
+constexpr std::int64_t ready_wait_limit_ns = 1'000'000'000;
 
 // The current Python exception of this thread's interpreter, formatted the
 // way the traceback module would, and cleared.
@@ -405,19 +412,39 @@ pool::~pool() {
 
 std::vector<init_report> pool::wait_ready(std::int64_t timeout_ns) {
   shared_state& s = *m_shared;
-  std::unique_lock lock(s.mutex);
-  const auto all_finished = [&] {
-    for (const auto& r : s.init) {
-      if (!r.finished) return false;
-    }
-    return true;
-  };
-  if (timeout_ns < 0) {
-    s.changed.wait(lock, all_finished);
-  } else {
-    s.changed.wait_for(lock, std::chrono::nanoseconds(timeout_ns), all_finished);
+  const std::int64_t started = now_ns();
+  std::vector<init_report> reports;
+  {
+    std::unique_lock lock(s.mutex);
+    const auto all_finished = [&] {
+      for (const auto& r : s.init) {
+        if (!r.finished) return false;
+      }
+      return true;
+    };
+    const bool finished =
+        timeout_ns < 0 ? (s.changed.wait(lock, all_finished), true)
+                       : s.changed.wait_for(lock, std::chrono::nanoseconds(timeout_ns), all_finished);
+    reports = s.init;
+    if (!finished) return reports;
   }
-  return s.init;
+  // Then, for as long as the timeout allows (a second at most), until every
+  // worker that was set up waits in the queue: a call submitted from then on
+  // is handed to an idle worker at once. A worker preempted between its setup
+  // and its first pop() otherwise left every call of a burst queued, and a
+  // shutdown(cancel_futures=True) right after cancelled them all (on a
+  // loaded machine). Bounded: the pool is ready once set up, whatever this
+  // wait sees.
+  const auto set_up = static_cast<std::size_t>(
+      std::count_if(reports.begin(), reports.end(), [](const init_report& r) { return r.ok; }));
+  const std::int64_t now = now_ns();
+  const std::int64_t until =
+      now + (timeout_ns < 0 ? ready_wait_limit_ns
+                            : std::min(ready_wait_limit_ns, timeout_ns - (now - started)));
+  while (s.queue.waiting() < set_up && now_ns() < until) {
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+  return reports;
 }
 
 bool pool::ready() const {

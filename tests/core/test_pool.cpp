@@ -428,3 +428,27 @@ TEST_CASE("a stuck close leaves the pool unfinished until a later close joins it
   CHECK(p.close(false, -1).empty());
   CHECK(p.finished());
 }
+
+TEST_CASE("a burst submitted once the pool is ready cannot all be cancelled by a close") {
+  // concurrent.futures' test_cancel_futures on a loaded machine: a worker
+  // preempted between its setup and its first wait for calls left a whole
+  // burst queued, and close(cancel_pending) cancelled every call. The pool
+  // is ready once its workers wait in the queue, where each idle worker is
+  // handed a call as it arrives.
+  gil_released unlocked;
+  for (int round = 0; round < 10; ++round) {
+    pool p(options_for(2), ignore_completions());
+    p.start();
+    REQUIRE(p.wait_ready(-1).size() == 2);
+    std::vector<call_ptr> calls;
+    for (std::uint64_t i = 1; i <= 50; ++i) {
+      calls.push_back(make_call(i, "sleep:0.01"));
+      REQUIRE(p.submit(calls.back()) == job_queue::push_result::queued);
+    }
+    CHECK(p.close(true, -1).empty());
+    const auto ran = std::count_if(calls.begin(), calls.end(), [](const call_ptr& c) {
+      return c->outcome() == call_outcome::replied;
+    });
+    CHECK(ran >= 1);  // each of the two workers was handed one
+  }
+}
