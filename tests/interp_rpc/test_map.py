@@ -93,31 +93,17 @@ def test_timeout_runs_from_the_call_and_is_raised_by_next(pool: InterpreterPool,
     gate.release()
 
 
-def test_closing_the_iterator_cancels_what_has_not_started(pool: InterpreterPool,
-                                                           gates: Gates,
-                                                           tmp_path: Path) -> None:
+@pytest.mark.parametrize("taken", [1, 0], ids=["after a result", "before any result"])
+def test_closing_the_iterator_cancels_what_has_not_started(
+        pool: InterpreterPool, gates: Gates, tmp_path: Path, taken: int) -> None:
+    """Also before the first result: a generator closed before its first
+    next() runs nothing of its body, so it could cancel nothing."""
     first, second = gates.new(), gates.new()
     touched = [tmp_path / f"touched-{i}" for i in range(6)]
-    items = [("ok", 0), first.map_item(1), second.map_item(2),
+    items = [*[("ok", i) for i in range(taken)], first.map_item(1), second.map_item(2),
              *[("touch", str(path)) for path in touched]]
     results = pool.map("pooltasks.map_item", items, chunksize=1)
-    assert next(results) == 0
-    first.wait_started()
-    second.wait_started()  # both workers are busy: the rest is queued
-    results.close()
-    gates.release_all()
-    assert list(pool.map("pooltasks.square", [3])) == [9]  # queued behind nothing now
-    assert not any(path.exists() for path in touched)
-
-
-def test_closing_the_iterator_before_any_result_cancels_what_has_not_started(
-        pool: InterpreterPool, gates: Gates, tmp_path: Path) -> None:
-    """A generator closed before its first next() runs nothing of its body,
-    so it could cancel nothing: map()'s iterator cancels all the same."""
-    first, second = gates.new(), gates.new()
-    touched = [tmp_path / f"touched-{i}" for i in range(6)]
-    items = [first.map_item(0), second.map_item(1), *[("touch", str(path)) for path in touched]]
-    results = pool.map("pooltasks.map_item", items, chunksize=1)
+    assert [next(results) for _ in range(taken)] == list(range(taken))
     first.wait_started()
     second.wait_started()  # both workers are busy: the rest is queued
     results.close()
