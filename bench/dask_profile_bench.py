@@ -10,8 +10,10 @@ Modes, each round's maps on one warm pool:
 - inside one ``pool.profile()`` that spans the round's maps (per-item timing
   in every process alone: starting and ending the session is not timed);
 - each map in a ``pool.profile()`` of its own, as ``%parallel_map`` runs it
-  (adds, per map, the requests that start and end profiling in every process
-  and the fetch of its records);
+  (adds, per map, the requests that start and end profiling in every process,
+  which fetch its request log);
+- the same, and the profile's records read, as ``%parallel_profile`` reads
+  them (builds one record per item);
 - each map in a ``pool.profile(functions=True)`` of its own, as
   ``%parallel_map --profile`` runs it (cProfile in every subinterpreter).
 
@@ -40,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import distributed
 
+from interp_rpc._profile import Profile
 from interp_rpc.dask import ClusterPool
 
 #: What a mode's maps of one round run inside.
@@ -85,11 +88,16 @@ def main() -> None:
         def plain() -> None:
             assert list(pool.map("workloads.identity", items)) == items
 
-        def in_own_profile(functions: bool) -> Callable[[], None]:
+        last: list[Profile] = []  # the profiles whose records are not read in the timing
+
+        def in_own_profile(functions: bool, read: bool) -> Callable[[], None]:
             def run() -> None:
                 with pool.profile(functions=functions) as prof:
                     plain()
-                assert len(prof.records) == args.items
+                if read:
+                    assert len(prof.records) == args.items
+                else:
+                    last[:] = [prof]
             return run
 
         @contextlib.contextmanager
@@ -102,9 +110,12 @@ def main() -> None:
         modes: dict[str, tuple[Callable[[], None], Around]] = {
             "plain": (plain, contextlib.nullcontext),
             "one pool.profile() per round": (plain, round_profile),
-            "each map in its own pool.profile()": (in_own_profile(False), contextlib.nullcontext),
+            "each map in its own pool.profile()":
+                (in_own_profile(False, read=False), contextlib.nullcontext),
+            "the same, and its records read":
+                (in_own_profile(False, read=True), contextlib.nullcontext),
             "each map in its own pool.profile(functions=True)":
-                (in_own_profile(True), contextlib.nullcontext),
+                (in_own_profile(True, read=False), contextlib.nullcontext),
         }
         for run, around in modes.values():  # warm: imports, first profile, every process
             with around():
@@ -120,6 +131,9 @@ def main() -> None:
                 run, around = modes[name]
                 with around():
                     times[name].append(best(run, args.repeats))
+                # Outside the timing: the unread profiles were whole.
+                assert all(len(prof.records) == args.items for prof in last)
+                last.clear()
         print(f"{args.items} tiny items (identity) per map on {args.processes} processes x "
               f"{pool.workers // args.processes} subinterpreter(s), {args.rounds} rounds, "
               f"best of {args.repeats} maps each:")

@@ -8,6 +8,7 @@ when the session ends. The engine's call log gives the request-level times.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from typing import TYPE_CHECKING, Any
@@ -107,6 +108,8 @@ class ProfileSession:
         self.profile = model.Profile(workers=pool.workers, functions=functions, recording=True)
         self._log_position = 0
         self._first_id = 0
+        #: What the records are built from, once the session has ended.
+        self.request_log: RequestLog | None = None
 
     def __enter__(self) -> model.Profile:
         self._recorder.add(self)
@@ -149,27 +152,15 @@ class ProfileSession:
         mine = [record for r in logged
                 if self._first_id <= (record := EngineRecord._make(r)).id <= last_id]
         self._read_abandoned()
-        marks, timed_out = self.marks, self.timed_out
         running_now = [self._running(w.call_id, w.index, w.target or "?", w.item_index,
                                      end_ns - int(w.busy_seconds * 1e9), end_ns)
                        for w in running if w.call_id is not None]
-
-        def build() -> list[model.ItemRecord]:
-            records = [item for r in mine
-                       for item in _items_of(r, marks.get(r.id), timed_out.get(r.id))]
-            records += running_now
-            records.sort(key=lambda r: (r.started_ns or r.enqueued_ns, r.worker))
-            return records
-
-        profile.pending = build
+        self.request_log = RequestLog(mine, self.marks, self.timed_out, running_now)
+        profile.pending = self.request_log.item_records
         groups = sum(_worker_profiling.group_count(m) for r in mine
-                     if (m := marks.get(r.id, (None, -1))[0]) is not None)
+                     if (m := self.marks.get(r.id, (None, -1))[0]) is not None)
         profile.item_timing_overhead_ns = int(groups * clock_read_ns())
-        # The timeline spans the work: from the first request's pickling to
-        # the last item's end (the whole session when nothing ran).
-        spans = [(r.submitted_ns or r.started_ns, r.finished_ns) for r in mine
-                 if r.started_ns > 0]
-        spans += [(r.started_ns, r.finished_ns) for r in running_now]
+        spans = self.request_log.spans()
         profile.stop_recording(spans, end_ns)
 
     def _read_abandoned(self) -> None:
@@ -220,10 +211,55 @@ class ProfileSession:
         return outcomes
 
 
+@dataclasses.dataclass(frozen=True)
+class RequestLog:
+    """What a profile's item records are built from, kept as it came: one
+    engine record per request (a map chunk is one), each chunk's item times
+    as the worker sent them, and the calls still running at the end.
+
+    Building the records waits until they are read (20,000 of them take tens
+    of milliseconds). Being small and plain (a few values per request, not
+    per item), a RequestLog is also what a cluster's process sends its
+    caller (interp_rpc.dask._profiling), which renumbers the requests and
+    moves their times onto its own clock with ``shift_ns``.
+    """
+
+    requests: list[EngineRecord]
+    #: Per map chunk: its items' times (None: not timed), and its failed item or -1.
+    marks: dict[int, tuple[bytes | None, int]]
+    #: Calls the caller gave up on: when, on this process's clock.
+    timed_out: dict[int, int]
+    running: list[model.ItemRecord]
+    #: Added to every time of the records built (another host's clock).
+    shift_ns: int = 0
+
+    def spans(self) -> list[tuple[int, int]]:
+        """Each request's span, from its pickling to its end (the profile's
+        timeline spans them), ``shift_ns`` added."""
+        shift = self.shift_ns
+        spans = [((r.submitted_ns or r.started_ns) + shift, r.finished_ns + shift)
+                 for r in self.requests if r.started_ns > 0]
+        return spans + [(r.started_ns + shift, r.finished_ns + shift) for r in self.running]
+
+    def item_records(self) -> list[model.ItemRecord]:
+        """One record per map item or call, in start order."""
+        records = [item for r in self.requests
+                   for item in _items_of(r, self.marks.get(r.id), self.timed_out.get(r.id),
+                                         self.shift_ns)]
+        shift = self.shift_ns
+        records += [dataclasses.replace(r, started_ns=r.started_ns + shift,
+                                        finished_ns=r.finished_ns + shift,
+                                        request_started_ns=r.request_started_ns + shift)
+                    if shift else r for r in self.running]
+        records.sort(key=lambda r: (r.started_ns or r.enqueued_ns, r.worker))
+        return records
+
+
 def _items_of(r: EngineRecord, marks: tuple[bytes | None, int] | None,
-              gave_up_ns: int | None) -> list[model.ItemRecord]:
+              gave_up_ns: int | None, shift_ns: int = 0) -> list[model.ItemRecord]:
     """The ItemRecords of one request, from the engine's record of it.
-    ``gave_up_ns``: when the caller stopped waiting for it, if it did."""
+    ``gave_up_ns``: when the caller stopped waiting for it, if it did.
+    ``shift_ns`` is added to the records' times (not to the inputs')."""
     first, count = r.item_index, r.item_count
     outcome = _OUTCOMES.get(r.outcome, model.OK)
     item_times, failed = marks if marks is not None else (None, -1)
@@ -242,10 +278,12 @@ def _items_of(r: EngineRecord, marks: tuple[bytes | None, int] | None,
                group: int) -> model.ItemRecord:
         return model.ItemRecord(
             call_id=r.id, worker=r.worker, target=r.target, item=item, count=n,
-            outcome=outcome, enqueued_ns=r.enqueued_ns, started_ns=start, finished_ns=end,
+            outcome=outcome, enqueued_ns=r.enqueued_ns + shift_ns if r.enqueued_ns else 0,
+            started_ns=start + shift_ns if start else 0,
+            finished_ns=end + shift_ns if end else 0,
             group=group, request_items=count, serialize_ns=r.serialize_ns,
             deserialize_ns=r.deserialize_ns, result_serialize_ns=r.result_serialize_ns,
-            request_started_ns=r.started_ns)
+            request_started_ns=r.started_ns + shift_ns if r.started_ns else 0)
 
     if not ran:
         return [record(first, count, outcome, 0, 0, 1)]

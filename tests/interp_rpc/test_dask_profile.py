@@ -8,8 +8,10 @@ import base64
 import itertools
 import json
 import os
+import pickle
 import re
 import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -95,6 +97,64 @@ def test_another_hosts_times_are_moved_through_the_wall_clocks(
     assert sorted(r.item for r in records) == list(range(20))
     for r in records:
         assert prof.start_ns <= r.started_ns <= r.finished_ns <= prof.end_ns, r
+
+
+#: A clock offset far larger than any gap between this test's times.
+SHIFT_NS = 10**12
+
+
+def test_another_hosts_offset_moves_every_time_of_every_record(
+        pool: ClusterPool, monkeypatch: pytest.MonkeyPatch) -> None:
+    from interp_rpc import CallTimeoutError
+    from interp_rpc.dask import _profiling
+
+    # A caller on another host whose clock is SHIFT_NS ahead: the items' and
+    # the running call's times all move by it, so all sit inside the span.
+    monkeypatch.setattr(_profiling.socket, "gethostname", lambda: "another-host")
+    monkeypatch.setattr(_profiling, "_clock_offset", lambda clock: SHIFT_NS)
+    before = time.monotonic_ns()
+    with pool.profile() as prof:
+        list(pool.map("clustertasks.where", range(20), chunksize=5, timeout=CLUSTER_LIMIT))
+        with pytest.raises(CallTimeoutError):
+            pool.call("pooltasks.sleep_then", 2.0, timeout=0.5)
+    after = time.monotonic_ns()
+    records = prof.records
+    assert sorted(r.item for r in records if r.item is not None) == list(range(20))
+    # Its process does not know that the caller stopped waiting: it shows
+    # the call as still running when the profile ended.
+    [late] = [r for r in records if r.item is None]
+    assert late.outcome == model.RUNNING and late.target == "pooltasks.sleep_then"
+    assert late.worker in lane_pids(pool)
+    assert before + SHIFT_NS <= prof.start_ns <= prof.end_ns <= after + SHIFT_NS
+    for r in records:
+        times = [r.started_ns, r.finished_ns, r.request_started_ns] + \
+            ([r.enqueued_ns] if r.enqueued_ns else [])
+        assert all(prof.start_ns <= t <= prof.end_ns for t in times), r
+
+
+def test_the_processes_send_their_requests_not_a_record_per_item(
+        pool: ClusterPool, monkeypatch: pytest.MonkeyPatch) -> None:
+    # What a profile's end fetches grows with the map's chunks, not with its
+    # items: %parallel_map profiles every run, so that cost is every map's.
+    run = pool.client.run
+    answers: list[Any] = []
+
+    def kept(function: Any, *args: Any, **kwargs: Any) -> Any:
+        found = run(function, *args, **kwargs)
+        if function.__name__ == "profile_stop":
+            answers.extend(found.values())
+        return found
+
+    monkeypatch.setattr(pool.client, "run", kept)
+    items = 20_000
+    with pool.profile() as prof:
+        assert list(pool.map("pooltasks.identity", range(items), chunksize=5_000,
+                             timeout=CLUSTER_LIMIT)) == list(range(items))
+    assert len(answers) == 2
+    sent = sum(len(pickle.dumps(answer)) for answer in answers)
+    assert sent < items, f"{sent} bytes for {items} items"
+    # The records are all there once read.
+    assert sorted(r.item for r in prof.records) == list(range(items))
 
 
 def test_a_failed_item_is_marked(pool: ClusterPool) -> None:

@@ -302,10 +302,14 @@ class PoolPlugin(WorkerPlugin):
             return None
         session.__exit__(RuntimeError if failed else None, None, None)
         profile = session.profile
-        records = list(profile.records)
+        # The requests' log, not the item records: a few values per map
+        # chunk, where the records are one object per item (the caller
+        # builds them only if they are read).
+        log = session.request_log
+        assert log is not None
         mono, wall = _profiling.clock_pair()
-        return {"records": records, "start_ns": profile.start_ns, "end_ns": profile.end_ns,
-                "ran": any(r.ran for r in records), "notes": list(profile.notes),
+        return {"log": log, "start_ns": profile.start_ns, "end_ns": profile.end_ns,
+                "ran": bool(log.spans()), "notes": list(profile.notes),
                 "lost_records": profile.lost_records,
                 "item_timing_overhead_ns": profile.item_timing_overhead_ns,
                 "function_overhead_ns": profile.function_overhead_ns,

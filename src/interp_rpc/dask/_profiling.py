@@ -3,9 +3,12 @@
 Each dask worker process runs ``pool.profile()`` on its InterpreterPool for
 the length of the ``with`` block (started and ended with one request per
 process), so map items are timed where they run, as in a local pool. At the
-end the caller collects each process's records once and merges them into one
-Profile: one lane per subinterpreter of the cluster (its ClusterWorker
-index), grouped by process, map items numbered as in the whole map.
+end the caller collects each process's request log once (a few values per
+map chunk, not per item) and merges them into one Profile: one lane per
+subinterpreter of the cluster (its ClusterWorker index), grouped by process,
+map items numbered as in the whole map. The item records are built from the
+logs when they are first read, so a profile nobody reads (``%parallel_map``
+profiles every run for ``%parallel_profile``) costs no record per item.
 
 Clocks: records carry each process's ``time.monotonic_ns()``. Processes on
 the caller's host share its monotonic clock, so their times are exact.
@@ -22,6 +25,7 @@ step on either host during the profile shifts that host's bars by the step.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import socket
 import threading
 import time
@@ -30,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from interp_rpc import _profile as model
 from interp_rpc._errors import InterpRpcError
+from interp_rpc._profiling import RequestLog
 
 if TYPE_CHECKING:
     from interp_rpc.dask._cluster_pool import ClusterPool
@@ -110,7 +115,7 @@ class ClusterProfileSession:
             raise
         here = socket.gethostname()
         profile = self.profile
-        records: list[model.ItemRecord] = []
+        logs: list[RequestLog] = []
         spans: list[tuple[int, int]] = []
         call_ids: dict[tuple[str, int], int] = {}
         for process in self._processes:
@@ -122,7 +127,7 @@ class ClusterProfileSession:
                                      "is missing here")
                 continue
             shift = 0 if answer["host"] == here else _clock_offset(answer["clock"])
-            records += _moved(answer, process, shift, self.chunk_offsets, call_ids)
+            logs.append(_renumbered(answer, process, shift, self.chunk_offsets, call_ids))
             if answer["ran"]:
                 spans.append((answer["start_ns"] + shift, answer["end_ns"] + shift))
             profile.notes += [f"{_name(process)}: {note}" for note in answer["notes"]]
@@ -133,12 +138,11 @@ class ClusterProfileSession:
                                         for worker, stats in answer["worker_stats"].items())
         profile.notes += [f"{_name(p)} joined during the profile: its work is not in it"
                           for p in pool._placement.live() if p.address not in self._asked]
-        records.sort(key=lambda r: (r.started_ns or r.enqueued_ns, r.worker))
         every = pool._placement.every()
         profile.workers = max((p.first_index + p.slots for p in every), default=0)
         profile.lane_groups = [(_name(p) + (" (gone)" if p.gone else ""), p.first_index,
                                 p.slots) for p in every]
-        profile.item_records = records
+        profile.pending = functools.partial(_item_records, logs)
         profile.stop_recording(spans, end_ns)
 
 
@@ -173,22 +177,39 @@ def _clock_offset(clock: tuple[int, int]) -> int:
     return (wall - mono) - (here_wall - here_mono)
 
 
-def _moved(answer: dict[str, Any], process: Process, shift: int,
-           chunk_offsets: dict[int, int], call_ids: dict[tuple[str, int], int]
-           ) -> list[model.ItemRecord]:
-    """A process's records in the caller's terms: cluster-wide workers and
-    request ids, map items numbered in their map, times on the caller's clock."""
+def _renumbered(answer: dict[str, Any], process: Process, shift: int,
+                chunk_offsets: dict[int, int], call_ids: dict[tuple[str, int], int]
+                ) -> RequestLog:
+    """A process's request log in the caller's terms: cluster-wide workers
+    and request ids, map items numbered in their map, times to be moved onto
+    the caller's clock. One step per request, not per item."""
+    log: RequestLog = answer["log"]
     chunk_jobs: dict[int, int] = answer["chunk_jobs"]
-    out = []
-    for r in answer["records"]:
-        first = chunk_offsets.get(chunk_jobs.get(r.call_id, -1), 0)
-        call_id = call_ids.setdefault((process.address, r.call_id), len(call_ids))
-        out.append(dataclasses.replace(
-            r, call_id=call_id,
-            worker=process.first_index + r.worker if r.worker >= 0 else -1,
-            item=None if r.item is None else first + r.item,
-            enqueued_ns=r.enqueued_ns + shift if r.enqueued_ns else 0,
-            started_ns=r.started_ns + shift if r.started_ns else 0,
-            finished_ns=r.finished_ns + shift if r.finished_ns else 0,
-            request_started_ns=r.request_started_ns + shift if r.request_started_ns else 0))
-    return out
+    ids: dict[int, int] = {}
+
+    def cluster_id(local: int) -> int:
+        if local not in ids:
+            ids[local] = call_ids.setdefault((process.address, local), len(call_ids))
+        return ids[local]
+
+    def lane(worker: int) -> int:
+        return process.first_index + worker if worker >= 0 else -1
+
+    def item(local_id: int, index: int | None) -> int | None:
+        return None if index is None else \
+            chunk_offsets.get(chunk_jobs.get(local_id, -1), 0) + index
+
+    requests = [r._replace(id=cluster_id(r.id), worker=lane(r.worker),
+                           item_index=item(r.id, r.item_index)) for r in log.requests]
+    running = [dataclasses.replace(r, call_id=cluster_id(r.call_id), worker=lane(r.worker),
+                                   item=item(r.call_id, r.item)) for r in log.running]
+    return RequestLog(requests, {cluster_id(k): v for k, v in log.marks.items()},
+                      {cluster_id(k): v for k, v in log.timed_out.items()}, running,
+                      shift_ns=shift)
+
+
+def _item_records(logs: list[RequestLog]) -> list[model.ItemRecord]:
+    """Every process's item records, in start order (built when first read)."""
+    records = [record for log in logs for record in log.item_records()]
+    records.sort(key=lambda r: (r.started_ns or r.enqueued_ns, r.worker))
+    return records
