@@ -263,15 +263,19 @@ def targets(results: Results, cfg: Config, contenders: list[Contender]) -> list[
     ]
 
 
+def target_rows(found: list[Target]) -> list[str]:
+    """The lines of a table of targets, its header first (the dask section has one too)."""
+    return ["| measure | target | issue | this run | verdict |", "|---|---|---|---|---|",
+            *(f"| {t.measure} | {t.target} | {t.issue} | {t.observed} | **{t.verdict}** |"
+              for t in found)]
+
+
 def targets_table(found: list[Target], runs: int) -> str:
-    lines = ["| measure | target | issue | this run | verdict |", "|---|---|---|---|---|"]
-    lines += [f"| {t.measure} | {t.target} | {t.issue} | {t.observed} | **{t.verdict}** |"
-              for t in found]
     basis = f"medians over {runs} runs" if runs > 1 else "one run"
     return "\n".join([
         "### Targets (issues 10 and 4)", "",
         f"interp-rpc against its peers on the same machine, as ratios of {basis}.", "",
-        *lines]) + "\n"
+        *target_rows(found)]) + "\n"
 
 
 def targets_json(found: list[Target]) -> list[dict[str, Any]]:
