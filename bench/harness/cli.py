@@ -3,17 +3,21 @@
 Writes the markdown report to stdout (progress goes to stderr) and, next to
 each other, PATH.json (every number and the machine facts), PATH.md (the
 report) and PATH.svg (the chart), PATH being --out without its suffix.
+The dask section (harness/dask_section.py) runs once, after the K runs.
 Exits 1 when the harness itself failed somewhere (an "error" note, such as a
-lost call), 3 when a contender hung (see measures.watchdog), else 0.
+lost call, or a failed dask section), 3 when a contender or the dask section
+hung (see measures.watchdog), else 0.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import json
 import os
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +43,12 @@ def _parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--with-ipyparallel", action="store_true",
                         help="add a local ipyparallel cluster to the default contenders")
     parser.add_argument("--workers", type=int, default=default_workers(), metavar="W",
-                        help="W for latency, map, payload and ready (default: %(default)s)")
+                        help="W for latency, map, payload and ready, and the dask section's "
+                             "processes (default: %(default)s)")
+    parser.add_argument("--no-dask", dest="dask", action="store_false",
+                        help="skip the dask section (ClusterPool against dask, issue 13), "
+                             "which runs after the contenders, whatever --only, "
+                             "when distributed is installed")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="PATH",
                         help="the JSON file; the .md and .svg go next to it "
                              "(default: bench/results/latest.json)")
@@ -94,8 +103,28 @@ def _others_cpu(results: Results) -> str:
     return f"{min(shares):.0f}% to {max(shares):.0f}% of the machine (see Interference)"
 
 
+def _dask(cfg: Config, skipped: dict[str, str]) -> tuple[dict[str, Any], str]:
+    """The dask section's JSON and markdown (issue 13). Without distributed
+    it is skipped, saying so; if it fails, the JSON and the markdown say why
+    (an "error", as a measure's)."""
+    if importlib.util.find_spec("distributed") is None:
+        skipped["dask section"] = "distributed is not installed"
+        log(f"dask section SKIPPED: {skipped['dask section']}")
+        return {}, ""
+    from harness import dask_section  # imports distributed and dask.bag: only when it runs
+
+    try:
+        with watchdog("the dask section", cfg.hang_timeout_s):
+            section = dask_section.measure(dask_section.sizes(quick=cfg.quick,
+                                                              processes=cfg.workers))
+    except Exception as exc:
+        log(f"ERROR in the dask section:\n{traceback.format_exc()}")
+        return {"error": f"{type(exc).__name__}: {exc}"}, ""
+    return section.as_json(), section.markdown()
+
+
 def _header(cfg: Config, facts: dict[str, Any], skipped: dict[str, str],
-            results: Results) -> str:
+            results: Results, dask_error: str | None) -> str:
     mode = "quick (not representative)" if cfg.quick else "full"
     lines = [
         "## interp-rpc benchmark", "",
@@ -109,6 +138,7 @@ def _header(cfg: Config, facts: dict[str, Any], skipped: dict[str, str],
         *(f"- Skipped {key}: {reason}" for key, reason in skipped.items()),
         *(f"- **Harness error** in {measure} ({case}) for {contender}: {reason}"
           for (measure, case, contender, _), reason in results.errors()),
+        *([f"- **Harness error** in the dask section: {dask_error}"] if dask_error else []),
     ]
     return "\n".join(lines) + "\n"
 
@@ -126,7 +156,8 @@ def _write_outputs(out: Path, document: dict[str, Any], markdown: str, svg: str)
 
 def _document(cfg: Config, facts: dict[str, Any], contenders: list[Contender],
               skipped: dict[str, str], results: Results,
-              found: list[report.Target], seconds: float) -> dict[str, Any]:
+              found: list[report.Target], dask: dict[str, Any],
+              seconds: float) -> dict[str, Any]:
     return {
         "schema": 1,
         "machine": facts,
@@ -136,6 +167,7 @@ def _document(cfg: Config, facts: dict[str, Any], contenders: list[Contender],
         "skipped": skipped,
         "results": results.records(),
         "targets": report.targets_json(found),
+        **({"dask": dask} if dask else {}),
         "wall_seconds": round(seconds, 1),
     }
 
@@ -155,17 +187,19 @@ def main(argv: list[str]) -> int:
     finally:
         for contender in contenders:
             contender.shutdown()
+    dask, dask_markdown = _dask(cfg, skipped) if args.dask else ({}, "")
     facts["loadavg_at_end"] = [round(x, 2) for x in os.getloadavg()]
     results = combine(runs)
     found = report.targets(results, cfg, contenders)
-    markdown = "\n".join([_header(cfg, facts, skipped, results),
+    markdown = "\n".join([_header(cfg, facts, skipped, results, dask.get("error")),
                           report.tables(results, cfg, contenders),
-                          report.targets_table(found, cfg.runs)])
+                          report.targets_table(found, cfg.runs),
+                          *([dask_markdown] if dask_markdown else [])])
     print(markdown, flush=True)
     svg = chart.render(results, cfg, contenders, describe(facts))
-    _write_outputs(args.out, _document(cfg, facts, contenders, skipped, results, found,
+    _write_outputs(args.out, _document(cfg, facts, contenders, skipped, results, found, dask,
                                        time.monotonic() - started), markdown, svg)
-    if results.errors():
+    if results.errors() or "error" in dask:
         log("the harness FAILED somewhere: see the 'error' notes above")
         return 1
     return 0

@@ -1,6 +1,7 @@
 """The benchmark works: ``bench/run.py --quick`` runs every measure for every
-contender and writes complete results. No timing is asserted: this proves the
-instrument, not the numbers (those are noisy on a shared 2-core VM).
+contender, and the dask section for every dask contender, and writes complete
+results. No timing is asserted: this proves the instrument, not the numbers
+(those are noisy on a shared 2-core VM).
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ RUN = REPO / "bench" / "run.py"
 MEASURES = ("cpu", "latency", "map", "payload", "ready")
 DEFAULT_CONTENDERS = ("sequential", "threads", "interp-rpc", "ipe", "anyio", "processes",
                       "mp-pool")
+DASK_CPU = ("clusterpool", "dask-processes", "dask-threads")
+DASK_TINY = ("clusterpool-map", "client-map", "bag-map")
+DASK_HEADING = "### dask: ClusterPool against dask"
 
 sys.path.insert(0, str(REPO / "bench"))
 from harness.report import TIMES  # noqa: E402
@@ -92,6 +96,33 @@ def test_targets_have_verdicts(quick: tuple[str, dict[str, Any], Path]) -> None:
     assert "n/a" not in issue10.values()
 
 
+def test_dask_section_has_numbers_for_every_dask_contender(
+        quick: tuple[str, dict[str, Any], Path]) -> None:
+    stdout, document, _ = quick
+    dask = document["dask"]
+    assert tuple(dask["cpu"]) == DASK_CPU and tuple(dask["tiny"]) == DASK_TINY
+    for cpu in dask["cpu"].values():
+        assert len(cpu["rounds"]) == dask["sizes"]["rounds"]
+        assert all(_is_number(v) and v > 0 for v in cpu["rounds"])
+        assert cpu["min"] <= cpu["median"] <= cpu["max"]
+        assert cpu["label"] in stdout
+    items = dask["sizes"]["tiny"]
+    for tiny in dask["tiny"].values():
+        assert all(_is_number(v) and v > 0 for v in (tiny["us_per_item"], tiny["us_per_task"]))
+        assert tiny["label"] in stdout
+    tasks = {key: tiny["tasks_per_map"] for key, tiny in dask["tiny"].items()}
+    # Counted on the workers: one task per item for client.map, a task per
+    # chunk for ClusterPool, at least one per partition for dask.bag.
+    assert tasks["client-map"] == items
+    assert 1 < tasks["clusterpool-map"] < items
+    assert tasks["bag-map"] >= dask["bag_partitions"] > 1
+    assert _is_number(dask["chunking_saves_us_per_item"])
+    assert [t["target"] for t in dask["targets"]] == [
+        "ClusterPool ≥ dask processes", "dask processes ≥ dask threads"]
+    assert {t["verdict"] for t in dask["targets"]} <= {"PASS", "MISS"}
+    assert DASK_HEADING in stdout and "Chunking saves" in stdout
+
+
 def test_machine_facts(quick: tuple[str, dict[str, Any], Path]) -> None:
     _, document, _ = quick
     machine = document["machine"]
@@ -113,12 +144,13 @@ def test_chart_is_well_formed_svg(quick: tuple[str, dict[str, Any], Path]) -> No
     assert bars, "no bar in the chart"
 
 
-def test_runs_and_only(tmp_path: Path) -> None:
+def test_runs_only_and_no_dask(tmp_path: Path) -> None:
     out = tmp_path / "two.json"
-    done = _run_bench(out, "--runs", "2", "--only", "interp-rpc,ipe")
+    done = _run_bench(out, "--runs", "2", "--only", "interp-rpc,ipe", "--no-dask")
     assert done.returncode == 0, done.stderr
     document = json.loads(out.read_text())
     assert document["config"]["contenders"] == ["interp-rpc", "ipe"]
+    assert "dask" not in document and DASK_HEADING not in done.stdout
     speedup = [r for r in document["results"] if r["measure"] == "cpu"
                and r["contender"] == "interp-rpc" and r["metric"] == "speedup"]
     assert speedup and all(len(r["runs"]) == 2 for r in speedup)
