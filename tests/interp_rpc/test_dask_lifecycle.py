@@ -9,7 +9,9 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -197,6 +199,62 @@ def test_a_lost_scheduler_fails_calls_instead_of_hanging(tmp_path: Path) -> None
             if process is not None:
                 process.kill()
                 process.wait(CLUSTER_LIMIT)
+
+
+def in_threads(*works: Callable[[], Any]) -> list[dict[str, Any]]:
+    """Each work's result or error, all run at once, or "hung" for those
+    that have neither after CLUSTER_LIMIT."""
+    outcomes: list[dict[str, Any]] = [{} for _ in works]
+
+    def run(work: Callable[[], Any], outcome: dict[str, Any]) -> None:
+        try:
+            outcome["result"] = work()
+        except BaseException as exc:
+            outcome["error"] = exc
+
+    threads = [threading.Thread(target=run, args=pair, daemon=True)
+               for pair in zip(works, outcomes, strict=True)]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + CLUSTER_LIMIT
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    return [{"hung": True} if thread.is_alive() else outcome
+            for thread, outcome in zip(threads, outcomes, strict=True)]
+
+
+def test_a_process_that_stops_answering_hangs_nothing() -> None:
+    # A stopped process keeps its connections open and answers nothing: to
+    # the caller it is a host that vanished without closing them, which the
+    # scheduler removes only after its worker-ttl (minutes). dask's client.run
+    # waits for every worker: status(), stats(), call_records(), a profile's
+    # end and close() hung for as long.
+    with local_cluster(2) as (_, client):
+        pool = ClusterPool(client, init=INIT)
+        pids = sorted({w.pid for w in pool.subinterpreters()})
+        silent, alive = pids
+        os.kill(silent, signal.SIGSTOP)
+        try:
+            def profiled() -> Any:
+                with pool.profile() as prof:
+                    pass
+                return prof
+
+            status, stats, records, profile = in_threads(
+                pool.status, pool.stats, pool.call_records, profiled)
+            assert all("result" in outcome for outcome in (stats, records, profile)), \
+                (stats, records, profile)
+            assert "result" in status, status
+            by_pid = {w.index.pid: w for w in status["result"]}
+            assert by_pid[silent].state == "dead"
+            assert "did not answer within" in (by_pid[silent].detail or "")
+            assert by_pid[alive].state == "idle"
+            assert any(f"process {silent} on" in note for note in profile["result"].notes)
+            with pytest.warns(RuntimeWarning, match="did not answer within"):
+                [closed] = in_threads(lambda: pool.close(timeout=1))
+            assert closed == {"result": None}
+        finally:
+            os.kill(silent, signal.SIGCONT)
 
 
 def run_script(tmp_path: Path, body: str) -> subprocess.CompletedProcess[str]:

@@ -136,16 +136,18 @@ def test_the_processes_send_their_requests_not_a_record_per_item(
         pool: ClusterPool, monkeypatch: pytest.MonkeyPatch) -> None:
     # What a profile's end fetches grows with the map's chunks, not with its
     # items: %parallel_map profiles every run, so that cost is every map's.
-    run = pool.client.run
+    from interp_rpc.dask import _asking
+
+    ask_each = _asking.ask_each
     answers: list[Any] = []
 
-    def kept(function: Any, *args: Any, **kwargs: Any) -> Any:
-        found = run(function, *args, **kwargs)
+    def kept(client: Any, addresses: Any, function: Any, *args: Any, **kwargs: Any) -> Any:
+        found = ask_each(client, addresses, function, *args, **kwargs)
         if function.__name__ == "profile_stop":
             answers.extend(found.values())
         return found
 
-    monkeypatch.setattr(pool.client, "run", kept)
+    monkeypatch.setattr(_asking, "ask_each", kept)
     items = 20_000
     with pool.profile() as prof:
         assert list(pool.map("pooltasks.identity", range(items), chunksize=5_000,
@@ -181,17 +183,20 @@ def test_the_function_profile_merges_every_process(pool: ClusterPool) -> None:
 
 def test_a_profile_whose_end_was_interrupted_does_not_block_the_next(
         pool: ClusterPool, monkeypatch: pytest.MonkeyPatch) -> None:
-    run = pool.client.run
+    from interp_rpc.dask import _asking
 
-    def interrupted(function: Any, *args: Any, **kwargs: Any) -> Any:
+    ask_each = _asking.ask_each
+
+    def interrupted(client: Any, addresses: Any, function: Any, *args: Any,
+                    **kwargs: Any) -> Any:
         if function.__name__ == "profile_stop":
-            raise KeyboardInterrupt
-        return run(function, *args, **kwargs)
+            raise KeyboardInterrupt  # Ctrl-C while the caller waits for the answers
+        return ask_each(client, addresses, function, *args, **kwargs)
 
-    monkeypatch.setattr(pool.client, "run", interrupted)
+    monkeypatch.setattr(_asking, "ask_each", interrupted)
     with pytest.raises(KeyboardInterrupt), pool.profile(functions=True):
         list(pool.map("clustertasks.where", range(4), chunksize=1, timeout=CLUSTER_LIMIT))
-    monkeypatch.setattr(pool.client, "run", run)
+    monkeypatch.setattr(_asking, "ask_each", ask_each)
     # The processes' function profilers were left on: the next profile ends them.
     with pool.profile(functions=True) as prof:
         list(pool.map("clustertasks.where", range(4), chunksize=1, timeout=CLUSTER_LIMIT))

@@ -29,7 +29,8 @@ from interp_rpc._errors import (
 from interp_rpc._exit_policy import EXIT_TIMEOUT
 from interp_rpc._records import CallRecord, PoolStats, WorkerStatus
 from interp_rpc._validation import check_timeout
-from interp_rpc.dask import _cluster_map, _error_mapping, _profiling, _request
+from interp_rpc.dask import _asking, _cluster_map, _error_mapping, _profiling, _request
+from interp_rpc.dask._asking import ANSWER_TIMEOUT
 from interp_rpc.dask._placement import ClusterWorker, Placement, Process
 
 if TYPE_CHECKING:
@@ -38,9 +39,9 @@ if TYPE_CHECKING:
 #: How often the watcher looks for dask workers that died or joined.
 WATCH_INTERVAL = 0.2
 
-#: How long the caller waits for one answer from every dask worker (status,
-#: closing); a worker that does not answer in time is left out of the answer.
-ANSWER_TIMEOUT = 10.0
+#: The same wait for where a call that timed out runs: it only adds detail to
+#: the CallTimeoutError, so it must not add much to the caller's timeout.
+WHERE_TIMEOUT = 1.0
 
 #: The most call records kept (as the local engine keeps).
 RECORDS_KEPT = 16384
@@ -392,10 +393,35 @@ class ClusterPool(Executor):
         self._failed[address] = found
         return found
 
-    def _unregister(self) -> None:
-        # The workers may be gone already: nothing is left to tear down then.
-        with contextlib.suppress(Exception):
-            self._client.unregister_worker_plugin(self._name)
+    def _unregister(self, wait: float = ANSWER_TIMEOUT) -> None:
+        """The scheduler forgets the plugin at once, then tells every worker
+        to tear it down and waits for all of them: this waits ``wait``
+        seconds at most, so that a worker that does not answer cannot hang
+        close()."""
+        def unregister() -> None:
+            # The workers may be gone already: nothing is left to tear down then.
+            with contextlib.suppress(Exception):
+                self._client.unregister_worker_plugin(self._name)
+
+        waiting = threading.Thread(target=unregister, name="interp-rpc-unregister", daemon=True)
+        waiting.start()
+        waiting.join(wait)
+
+    def _known_addresses(self) -> list[str]:
+        """The dask workers this pool knows and that are not gone: those
+        serving it, and those whose pool failed to start."""
+        return sorted({p.address for p in self._placement.every() if not p.gone}
+                      | set(self._failed))
+
+    def _ask(self, function: Callable[..., Any], *args: Any,
+             addresses: Collection[str] | None = None,
+             timeout: float | None = ANSWER_TIMEOUT) -> dict[str, Any]:
+        """``function(pool name, *args)`` run by each live process (or the
+        dask workers at ``addresses``), each asked on its own (see _asking)."""
+        chosen = [p.address for p in self._placement.live()] if addresses is None \
+            else list(addresses)
+        return _asking.ask_each(self._client, chosen, function, self._name, *args,
+                                timeout=timeout)
 
     def _shut_down_client(self) -> None:
         if self._owns_client:
@@ -654,13 +680,10 @@ class ClusterPool(Executor):
                        total: int | None = None) -> CallTimeoutError:
         process = job.process
         running = None
-        if process is not None and self._client.status == "running":
-            try:
-                answers = self._client.run(self._plugin_module.running_job, self._name, job.id,
-                                           workers=[process.address], on_error="return")
-                running = answers.get(process.address)
-            except Exception:  # the worker is gone: nothing to say where it runs
-                running = None
+        if process is not None:
+            running = self._ask(self._plugin_module.running_job, job.id,
+                                addresses=[process.address],
+                                timeout=WHERE_TIMEOUT).get(process.address)
         if process is not None and isinstance(running, tuple):
             return CallTimeoutError(job.request.name, timeout, worker=process.worker(running[0]),
                                     running_seconds=running[1], completed=completed,
@@ -685,18 +708,13 @@ class ClusterPool(Executor):
             for process in self._placement.live():
                 if process.address not in listed and self._placement.mark_gone(process.address):
                     self._on_death(process)
-            known = {p.address for p in self._placement.every() if not p.gone} | set(self._failed)
-            newcomers = sorted(listed - known)
+            newcomers = sorted(listed - set(self._known_addresses()))
             if newcomers:
                 self._welcome(newcomers)
 
     def _welcome(self, addresses: list[str]) -> None:
-        try:
-            reports = self._client.run(self._plugin_module.report, self._name,
-                                       workers=addresses, on_error="return")
-        except Exception:
-            return
-        for address, report in reports.items():
+        for address, report in self._ask(self._plugin_module.report,
+                                         addresses=addresses).items():
             if isinstance(report, dict):
                 failures = self._learn(address, report)
                 for failure in failures:
@@ -745,16 +763,23 @@ class ClusterPool(Executor):
         self._stop_watching.set()
         self._watcher.join()
         stuck: list[str] = []
+        silent: list[str] = []
+        answer_wait: float | None = None
         if self._client.status == "running":
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            try:
-                answers = self._client.run(self._plugin_module.close_pool, self._name, wait,
-                                           remaining, on_error="return")
-                stuck = [f"{address}: {call}" for address, calls in sorted(answers.items())
-                         if isinstance(calls, list) for call in calls]
-            except Exception:  # workers or scheduler gone: nothing left to close there
-                pass
-            self._unregister()
+            # A process that does not answer within the timeout is left to
+            # its own: the scheduler forgets the plugin anyway (below), and
+            # the process closes its pool when it leaves the cluster.
+            answer_wait = None if remaining is None else remaining + ANSWER_TIMEOUT
+            answers = self._ask(self._plugin_module.close_pool, wait, remaining,
+                                addresses=self._known_addresses(), timeout=answer_wait)
+            stuck = [f"{address}: {call}" for address, calls in sorted(answers.items())
+                     if isinstance(calls, list) for call in calls]
+            silent = [address for address, answer in sorted(answers.items())
+                      if isinstance(answer, TimeoutError)]
+            # With a worker silent, dask's wait for every worker's teardown
+            # would last until the scheduler removes it.
+            self._unregister(wait=0.0 if silent else ANSWER_TIMEOUT)
             if self._definitions:
                 # Dask has no way to delete metadata: drop the definitions' bytes.
                 with contextlib.suppress(Exception):
@@ -765,6 +790,12 @@ class ClusterPool(Executor):
                 f"ClusterPool.close() gave up after {timeout:g} s on {len(stuck)} running "
                 f"call(s): {'; '.join(stuck)}. A running call cannot be interrupted; it is "
                 "left to finish on its own.", RuntimeWarning, stacklevel=2)
+        if silent:
+            warnings.warn(
+                f"ClusterPool.close() gave up on {len(silent)} dask worker(s) that did not "
+                f"answer within {answer_wait:g} s: {', '.join(silent)} (stopped, hung or cut "
+                "off). "
+                "Each closes its pool when it leaves the cluster.", RuntimeWarning, stacklevel=2)
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         """The Executor spelling of close()."""
@@ -805,13 +836,7 @@ class ClusterPool(Executor):
         return [p.worker(i) for p in self._placement.live() for i in range(p.slots)]
 
     def _ask_every_process(self, function: Callable[..., Any], *args: Any) -> dict[str, Any]:
-        if self._closed or self._client.status != "running":
-            return {}
-        answers: dict[str, Any] = self._client.run(function, self._name, *args,
-                                                   workers=[p.address for p in
-                                                            self._placement.live()],
-                                                   on_error="return")
-        return {a: v for a, v in answers.items() if not isinstance(v, BaseException)}
+        return {} if self._closed else self._ask(function, *args)
 
     def status(self) -> list[WorkerStatus]:
         """What every subinterpreter of the cluster is doing now; those of a
@@ -826,9 +851,10 @@ class ClusterPool(Executor):
                                           _failure_line(f)) for f in failures]
                 continue
             found = answers.get(process.address)
-            if found is None:
-                detail = (f"dask worker {process.address} (process {process.pid} on "
-                          f"{process.host}) is gone")
+            if not isinstance(found, list):
+                where = f"dask worker {process.address} (process {process.pid} on {process.host})"
+                detail = (f"{where} did not answer within {ANSWER_TIMEOUT:g} s (stopped, hung "
+                          "or cut off)" if isinstance(found, TimeoutError) else f"{where} is gone")
                 statuses += [WorkerStatus(process.worker(i), "dead", None, None, 0.0, 0, 0.0,
                                           detail) for i in range(process.slots)]
                 continue
@@ -840,7 +866,7 @@ class ClusterPool(Executor):
         """Totals of every live process's pool."""
         totals = dict.fromkeys((f.name for f in fields(PoolStats)), 0)
         for stats in self._ask_every_process(self._plugin_module.pool_stats).values():
-            if stats is not None:
+            if isinstance(stats, PoolStats):
                 for name in totals:
                     totals[name] += getattr(stats, name)
         return PoolStats(**totals)
@@ -854,13 +880,8 @@ class ClusterPool(Executor):
         with self._records_lock:
             for process in self._placement.live():
                 cursor = self._record_cursors.get(process.address, 0)
-                try:
-                    answers = self._client.run(self._plugin_module.pool_records, self._name,
-                                               cursor, workers=[process.address],
-                                               on_error="return")
-                except Exception:
-                    continue
-                records = answers.get(process.address)
+                records = self._ask(self._plugin_module.pool_records, cursor,
+                                    addresses=[process.address]).get(process.address)
                 if not isinstance(records, list) or not records:
                     continue
                 self._record_cursors[process.address] = records[-1].seq

@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING, Any
 
 from interp_rpc import _profile as model
 from interp_rpc._errors import InterpRpcError
-from interp_rpc._profiling import RequestLog
+from interp_rpc._profiling import CONTROL_TIMEOUT, RequestLog
+from interp_rpc.dask._asking import ANSWER_TIMEOUT
 
 if TYPE_CHECKING:
     from interp_rpc.dask._cluster_pool import ClusterPool
@@ -92,17 +93,12 @@ class ClusterProfileSession:
         return self.profile
 
     def _ask(self, function: Any, *args: Any) -> dict[str, Any]:
-        """One request per process; each process's answer, or the error it gave."""
-        client = self._pool._client
-        if client.status != "running" or not self._processes:
-            return {}
-        try:
-            answers: dict[str, Any] = client.run(
-                function, self._pool._name, self._token, *args,
-                workers=[p.address for p in self._processes], on_error="return")
-        except Exception as exc:
-            return {p.address: exc for p in self._processes}
-        return answers
+        """Each process's answer, or the error it gave (a TimeoutError when
+        it did not answer in time: starting and ending function profilers may
+        also wait for busy subinterpreters, up to CONTROL_TIMEOUT)."""
+        wait = ANSWER_TIMEOUT + (CONTROL_TIMEOUT if self.functions else 0.0)
+        return self._pool._ask(function, self._token, *args,
+                               addresses=[p.address for p in self._processes], timeout=wait)
 
     def __exit__(self, *exc_info: object) -> None:
         pool = self._pool
