@@ -1,5 +1,6 @@
-"""ClusterPool against plain dask, side by side, on one machine: the dask
-section of ./dev bench (issue 13), alone.
+"""ClusterPool against plain dask, side by side, on one machine.
+
+The dask section of ./dev bench (issue 13), alone:
 
     ./dev run -- python3 bench/dask_side_by_side.py [--quick] [--processes 2] [--items 8]
                                                     [--n 200000] [--tiny 2000] [--rounds 5]
@@ -26,14 +27,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
                         help="./dev bench --quick's sizes; the options below override them")
-    parser.add_argument("--processes", type=int, help=f"default {dask_section.FULL.processes}")
-    parser.add_argument("--items", type=int, help=f"default {dask_section.FULL.items}")
-    parser.add_argument("--n", type=int, dest="prime_limit",
-                        help=f"count_primes(N) per item (default {dask_section.FULL.prime_limit})")
-    parser.add_argument("--tiny", type=int, help=f"default {dask_section.FULL.tiny}")
-    parser.add_argument("--rounds", type=int, help=f"default {dask_section.FULL.rounds}")
+    full = dask_section.FULL
+    parser.add_argument("--processes", type=int, metavar="P",
+                        help="P processes x 1 thread, and 1 process x P threads "
+                             f"(default {full.processes})")
+    parser.add_argument("--items", type=int, metavar="K",
+                        help=f"CPU items per round, one task each (default {full.items})")
+    parser.add_argument("--n", type=int, dest="prime_limit", metavar="N",
+                        help=f"each CPU item is count_primes(N) (default {full.prime_limit})")
+    parser.add_argument("--tiny", type=int, metavar="T",
+                        help=f"tiny items per map (default {full.tiny})")
+    parser.add_argument("--rounds", type=int, metavar="R", help=f"default {full.rounds}")
     args = parser.parse_args()
-    base = dask_section.QUICK if args.quick else dask_section.FULL
+    base = dask_section.QUICK if args.quick else full
     given = {name: value for name, value in vars(args).items()
              if name != "quick" and value is not None}
     print(dask_section.measure(dataclasses.replace(base, **given)).markdown(), end="", flush=True)
