@@ -22,6 +22,7 @@
 #include "kernel/input.hpp"
 #include "kernel/kernel_object.hpp"
 #include "kernel/python_config.hpp"
+#include "kernel/startup_imports.hpp"
 
 namespace py = pybind11;
 using namespace pybind11::literals;
@@ -183,9 +184,20 @@ void interpreter::start_import() {
   }
   m_module.attr("ImportCancelled") = cancelled;
   const py::cpp_function find_spec(
-      [this, cancelled](const py::handle&, const py::handle&, const py::handle&) -> py::object {
-        if (std::this_thread::get_id() == m_loader_id.load() && m_interrupter.stopping()) {
+      [this, cancelled](const py::handle& name, const py::handle&,
+                        const py::handle&) -> py::object {
+        if (std::this_thread::get_id() != m_loader_id.load()) {
+          return py::none();
+        }
+        if (m_interrupter.stopping()) {
           PyErr_SetString(cancelled.ptr(), "the kernel is stopping");
+          throw py::error_already_set();
+        }
+        const std::string module = py::str(name).cast<std::string>();
+        if (kept_out_of_startup(module)) {
+          // As if it were not installed (see startup_imports.hpp).
+          PyErr_SetObject(PyExc_ModuleNotFoundError,
+                          py::str("the kernel does not load {} at startup").format(module).ptr());
           throw py::error_already_set();
         }
         return py::none();  // not ours to find: the next finder looks
@@ -195,6 +207,7 @@ void interpreter::start_import() {
       py::module_::import("types").attr("SimpleNamespace")("find_spec"_a = find_spec);
   py::list meta_path = py::module_::import("sys").attr("meta_path");
   meta_path.insert(0, m_import_canceller);
+  stand_in_for_terminal_embed();
 
   m_loader = py::module_::import("threading")
                  .attr("Thread")("target"_a = py::cpp_function([this, cancelled] {
@@ -213,6 +226,8 @@ void interpreter::start_import() {
                                      }
                                      name = "the shell's API";
                                      check_shell_api();
+                                     bind_terminal_embed_stand_in();
+                                     lend_jedi_to_the_completer();
                                    } catch (py::error_already_set& e) {
                                      if (!e.matches(cancelled)) {
                                        std::cerr << "interp-rpc-kernel: cannot import " << name

@@ -74,8 +74,9 @@ def shut_down(kernel: Kernel, keep_channels: bool = False) -> int | None:
 def assert_clean_exit(kernel: Kernel, log: Path, keep_channels: bool = False) -> str:
     """Shuts the kernel down; returns what it wrote. keep_channels: the
     client may still read what the kernel sent before it exited."""
-    assert shut_down(kernel, keep_channels) == 0
+    code = shut_down(kernel, keep_channels)
     text = log.read_text()
+    assert code == 0, f"exit code {code}; the kernel wrote:\n{text}"
     for crash in ("terminate called", "Abort", "Segmentation", "GIL", "dec_ref"):
         assert crash not in text, text
     return text
