@@ -673,9 +673,8 @@ void interpreter::detach_from_kernel() {
   }
   if (m_shell) {
     flush_streams();
-    const py::module_ sys = py::module_::import("sys");
-    sys.attr("stdout") = sys.attr("__stdout__");
-    sys.attr("stderr") = sys.attr("__stderr__");
+    // They stay sys.stdout and sys.stderr, writing to the descriptors (see
+    // stream::detach): threads may still print while Python finalizes.
     p_stdout->detach();
     p_stderr->detach();
     py::object display_pub = m_shell.attr("display_pub");

@@ -159,7 +159,14 @@ py::int_ stream::write(const py::str& text) {
     return length;
   }
   if (p_interpreter == nullptr) {
-    py::module_::import("sys").attr(("__" + m_name + "__").c_str()).attr("write")(text);
+    // The kernel is gone (detach): straight to the descriptor, without the
+    // GIL and without Python's buffered stream. A daemon thread still
+    // printing while Python finalizes would otherwise hold that stream's
+    // lock when the final flush wants it: CPython aborts then ("could not
+    // acquire lock for <_io.BufferedWriter name='<stderr>'> at interpreter
+    // shutdown"). Here such a thread is only parked when it takes the GIL back.
+    py::gil_scoped_release release;
+    write_all(m_fd, bytes.data(), bytes.size());
     return length;
   }
   append(std::move(bytes));

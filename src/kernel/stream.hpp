@@ -62,8 +62,8 @@ class stream {
   void capture_fd();
 
   // Once the kernel is gone: the descriptor is restored, the thread stopped,
-  // and text goes to the process's original stream (sys.__stdout__ or
-  // sys.__stderr__) instead. Needs the GIL.
+  // and text goes straight to the descriptor instead (the stream stays
+  // sys.stdout or sys.stderr until Python has finalized). Needs the GIL.
   void detach();
 
   const std::string& name() const noexcept { return m_name; }
