@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -156,3 +157,27 @@ def test_an_item_that_cannot_cross_fails_the_call(pool: ClusterPool) -> None:
 
     with pytest.raises(ShareabilityError):
         pool.map("clustertasks.where", [1, threading.Lock()])
+
+
+def test_once_chunks_are_long_each_goes_to_a_free_subinterpreter(
+        pool: ClusterPool, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A chunk queued behind a long one is pinned to its process: at the end
+    # of a map it waits there while another process idles. So after the
+    # first window (IN_FLIGHT_PER_SLOT per subinterpreter, sent before any
+    # chunk's length is known), no chunk is sent to a busy process.
+    placement = pool._placement
+    acquire = placement.acquire
+    sent_to_a_busy_process: list[bool] = []
+
+    def recorded(exclude: frozenset[str] = frozenset()) -> Any:
+        busy = all(p.in_flight >= p.slots for p in placement.live())
+        sent_to_a_busy_process.append(busy)
+        return acquire(exclude)
+
+    monkeypatch.setattr(placement, "acquire", recorded)
+    items = 12
+    assert list(pool.map("pooltasks.sleep_then", [0.2] * items, range(items), chunksize=1,
+                         timeout=CLUSTER_LIMIT)) == list(range(items))
+    first_window = IN_FLIGHT_PER_SLOT * pool.workers
+    assert len(sent_to_a_busy_process) == items
+    assert not any(sent_to_a_busy_process[first_window:]), sent_to_a_busy_process

@@ -19,6 +19,14 @@ CHUNKS_PER_SLOT = 4
 #: process, so a subinterpreter never waits for the next chunk to arrive.
 IN_FLIGHT_PER_SLOT = 2
 
+#: A chunk this long (from its sending to its result) gains nothing from a
+#: chunk queued behind it: the next one arrives within a millisecond or two.
+#: And a queued chunk is pinned to its process, so at the end of a map it can
+#: wait there behind a long one while another process idles (dask would steal
+#: it; we cannot). Once one of a map's chunks has taken this long, its next
+#: chunks go only to a process with a subinterpreter free.
+QUEUE_AHEAD_LIMIT_S = 0.05
+
 
 def chunk_size(items: int, slots: int, chunksize: int | None = None) -> int:
     if chunksize is not None:

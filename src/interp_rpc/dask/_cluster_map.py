@@ -19,6 +19,7 @@ reads and sends the next ones.
 from __future__ import annotations
 
 import collections
+import functools
 import itertools
 import math
 import threading
@@ -57,6 +58,7 @@ class ClusterMapRun:
         self._held: collections.deque[_Job] = collections.deque()  # encoded, not sent yet
         self._sent_in_flight = 0  # chunks sent and not finished
         self._sending = False  # a thread is in _send_held's loop
+        self._long_chunks = False  # one took QUEUE_AHEAD_LIMIT_S or more
         self._stopped = False
         self._done = 0  # items whose results were yielded
         pool._check_open(self._name)
@@ -115,21 +117,31 @@ class ClusterMapRun:
                 with self._lock:
                     # Cleared in the same hold as the check: a chunk that
                     # finishes after it finds no loop running and sends.
-                    if self._stopped or not self._held or self._sent_in_flight >= window:
+                    # Long chunks wait for a free subinterpreter, unless
+                    # none of this map's is in flight: then no callback of
+                    # its own would come to send it (another map's or call's
+                    # job may hold the slots). A finished chunk's process
+                    # counts it off before its callback runs.
+                    if self._stopped or not self._held or self._sent_in_flight >= window or (
+                            self._long_chunks and self._sent_in_flight > 0
+                            and not self._pool._placement.has_free_slot()):
                         self._sending = False
                         return
                     job = self._held.popleft()
                     self._sent_in_flight += 1
-                job.future.add_done_callback(self._chunk_finished)
+                job.future.add_done_callback(functools.partial(self._chunk_finished, job))
                 self._pool._start_job(job)
         except BaseException:
             with self._lock:
                 self._sending = False
             raise
 
-    def _chunk_finished(self, _: object) -> None:
+    def _chunk_finished(self, job: _Job, _: object) -> None:
+        took = time.monotonic() - job.dispatched
         with self._lock:
             self._sent_in_flight -= 1
+            if job.dispatched and took >= _chunking.QUEUE_AHEAD_LIMIT_S:
+                self._long_chunks = True
         self._send_held()
 
     def _read_ahead(self) -> None:

@@ -124,6 +124,11 @@ class Placement:
             best.in_flight += 1
             return best
 
+    def has_free_slot(self) -> bool:
+        """Whether a live process has fewer jobs than subinterpreters."""
+        with self._lock:
+            return any(not p.gone and p.in_flight < p.slots for p in self._processes.values())
+
     def acquire_this(self, process: Process) -> bool:
         """Count one more job on ``process``, unless it is gone."""
         with self._lock:
