@@ -3,7 +3,10 @@ field it offers is filled, so every one of its tests runs."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import jupyter_kernel_test
+from jupyter_kernel_test.msgspec_v5 import validate_message
 
 
 class InterpRpcKernelTests(jupyter_kernel_test.KernelTests):
@@ -43,3 +46,32 @@ class InterpRpcKernelTests(jupyter_kernel_test.KernelTests):
     code_history_pattern = "6[*]7"
     supported_history_operations = ("tail", "range", "search")
     code_clear_output = "from IPython.display import clear_output; print('x'); clear_output()"
+
+    def execute_helper(self, code: str, timeout: int = jupyter_kernel_test.TIMEOUT,
+                       silent: bool = False, store_history: bool = True,
+                       stop_on_error: bool = True) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """The reply and the outputs of ``code``, with jupyter_kernel_test's
+        checks, but waiting up to ``timeout`` for every IOPub message: its own
+        waits 0.1 s for each one after the reply, and under CPU load the idle
+        status that follows the reply can take longer (a load run of the
+        suite failed there once in 12 runs)."""
+        msg_id = self.kc.execute(code=code, silent=silent, store_history=store_history,
+                                 stop_on_error=stop_on_error)
+        reply = self.get_non_kernel_info_reply(timeout=timeout)
+        assert reply is not None
+        validate_message(reply, "execute_reply", msg_id)
+        states: list[str] = []
+        outputs: list[dict[str, Any]] = []
+        while states != ["busy", "idle"]:
+            msg = self.kc.get_iopub_msg(timeout=timeout)
+            validate_message(msg, msg["msg_type"], msg_id)
+            if not states:
+                self.assertEqual(msg["msg_type"], "status", "busy comes first")
+            if msg["msg_type"] == "status":
+                states.append(msg["content"]["execution_state"])
+                self.assertEqual(states, ["busy", "idle"][:len(states)])
+            elif msg["msg_type"] == "execute_input":
+                self.assertEqual(msg["content"]["code"], code)
+            else:
+                outputs.append(msg)
+        return reply, outputs
