@@ -1,7 +1,7 @@
 """./dev bench: interp-rpc against its peers, side by side in one run.
 
 Usage: ./dev bench [--quick] [--runs K] [--only NAME[,NAME]] [--with-ipyparallel]
-                   [--workers W] [--out PATH]
+                   [--no-dask] [--workers W] [--out PATH]
 See bench/README.md for what each measure means, and --help for the options.
 
 Workers of interp-rpc and of the process pools import this script as their
