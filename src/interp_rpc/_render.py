@@ -47,7 +47,7 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 # Frames of the machinery between a cell and our code: IPython's magic
 # dispatch and the shells that embed it. Users did not write them.
-_MACHINERY_MODULES = ("IPython.", "ipykernel.", "xeus_python_shell", "interp_rpc")
+_MACHINERY_MODULES = ("IPython.", "ipykernel.", "interp_rpc_kernel", "interp_rpc")
 
 
 def worker_ranges(indices: Iterable[int]) -> str:

@@ -66,59 +66,21 @@ nl::json error_reply(const py::error_already_set& e) {
   return xeus::create_error_reply(type_name(e.type()), py::str(e.value()).cast<std::string>());
 }
 
-// The xeus-python-shell version the kernel was tested with; its API is checked
-// at startup, since a pip install may bring another (pyproject.toml bounds it).
-constexpr const char* tested_shell_versions = ">=0.6,<0.7";
-
-// What is wrong with the installed xeus-python-shell, for this kernel; empty
-// if nothing. The kernel relies on XPythonShellApp's initialization steps and
-// wraps InteractiveShell's own run_cell/run_code, which 0.7 replaces.
-std::string shell_api_problem() {
-  const py::module_ shell = py::module_::import("xeus_python_shell.shell");
-  for (const char* name : {"XPythonShellApp", "XPythonShell"}) {
-    if (!py::hasattr(shell, name)) {
-      return std::string("it has no ") + name;
-    }
-  }
-  const py::object app = shell.attr("XPythonShellApp");
-  for (const char* name : {"init_path", "init_shell", "init_gui_pylab", "init_extensions",
-                           "init_code", "default_extensions"}) {
-    if (!py::hasattr(app, name)) {
-      return std::string("XPythonShellApp has no ") + name;
-    }
-  }
-  const py::object parameters =
-      py::module_::import("inspect").attr("signature")(app.attr("init_shell")).attr("parameters");
-  if (!parameters.contains("use_jedi")) {
-    return "XPythonShellApp.init_shell takes no use_jedi";
-  }
-  const py::object base =
-      py::module_::import("IPython.core.interactiveshell").attr("InteractiveShell");
-  const py::object derived = shell.attr("XPythonShell");
-  if (!py::hasattr(derived, "complete_code")) {
-    return "XPythonShell has no complete_code";
-  }
-  for (const char* name : {"run_cell", "run_cell_async", "run_code"}) {
-    if (!derived.attr(name).is(base.attr(name))) {
-      return std::string("XPythonShell replaces InteractiveShell.") + name;
-    }
-  }
-  return {};
-}
-
-// On the import thread: an unsupported xeus-python-shell ends the kernel at
-// startup, saying why, rather than failing every cell in some other way.
-void check_shell_api() {
-  const std::string problem = shell_api_problem();
-  if (problem.empty()) {
+// On the import thread: an IPython this kernel cannot work with ends the
+// kernel at startup, saying why (interp_rpc_kernel/compatibility.py).
+void check_ipython_api() {
+  const py::module_ compatibility = py::module_::import("interp_rpc_kernel.compatibility");
+  const py::object problem = compatibility.attr("ipython_problem")();
+  if (problem.is_none()) {
     return;
   }
-  const py::object module = py::module_::import("xeus_python_shell");
-  const std::string where = py::str(module.attr("__file__")).cast<std::string>();
-  std::cerr << "interp-rpc-kernel: unsupported xeus-python-shell (" << where << "): " << problem
-            << ". This kernel is tested with xeus-python-shell" << tested_shell_versions
-            << "; install that: pip install 'xeus-python-shell" << tested_shell_versions << "'"
-            << std::endl;
+  const py::module_ ipython = py::module_::import("IPython");
+  const std::string where = py::str(ipython.attr("__file__")).cast<std::string>();
+  const std::string tested = py::str(compatibility.attr("TESTED_VERSIONS")).cast<std::string>();
+  std::cerr << "interp-rpc-kernel: unsupported IPython (" << where
+            << "): " << py::str(problem).cast<std::string>()
+            << ". This kernel is tested with IPython" << tested << "; install that: pip install 'ipython"
+            << tested << "'" << std::endl;
   std::_Exit(1);
 }
 
@@ -216,16 +178,17 @@ void interpreter::start_import() {
                                      wake_pipe& done;
                                      ~signal_done() { done.notify(); }
                                    } done{m_import_done};
-                                   const char* name = "the shell's API";
+                                   // First what the check needs, so that an
+                                   // unsupported IPython is named as such.
+                                   const char* name = "interp_rpc_kernel.compatibility";
                                    try {
-                                     for (const char* module : {"xeus_python_shell.shell", "comm",
+                                     check_ipython_api();
+                                     for (const char* module : {"interp_rpc_kernel.shell", "comm",
                                                                 "IPython.core.compilerop",
                                                                 "IPython.utils.tokenutil"}) {
                                        name = module;
                                        py::module_::import(module);
                                      }
-                                     name = "the shell's API";
-                                     check_shell_api();
                                      bind_terminal_embed_stand_in();
                                      lend_jedi_to_the_completer();
                                    } catch (py::error_already_set& e) {
@@ -279,12 +242,10 @@ void interpreter::start_shell() {
   // Before IPython and extensions import anything that makes comms.
   m_comms.install(m_kernel_object);
 
-  // XPythonShellApp.initialize(), with our wiring done before extensions and
-  // startup code run: they may print, display or open comms.
-  py::object app = py::module_::import("xeus_python_shell.shell").attr("XPythonShellApp")();
-  py::module_::import("IPython.core.application")
-      .attr("BaseIPythonApplication")
-      .attr("initialize")(app, "argv"_a = py::list());
+  // KernelShellApp's initialization, with our wiring done before extensions
+  // and startup code run: they may print, display or open comms.
+  py::object app = py::module_::import("interp_rpc_kernel.shell").attr("KernelShellApp")();
+  app.attr("initialize")("argv"_a = py::list());
   // Load the interp_rpc extension if the package provides one; IPython skips a
   // module without load_ipython_extension silently.
   py::list extensions;
@@ -295,7 +256,7 @@ void interpreter::start_shell() {
   app.attr("default_extensions") = extensions;
   app.attr("user_ns") = py::dict();
   app.attr("init_path")();
-  app.attr("init_shell")(false);  // no jedi: IPython's completer is quick to start
+  app.attr("init_shell")();
   m_shell = app.attr("shell");
   wire_shell();
   py::module_::import("os").attr("environ").attr("setdefault")(
@@ -315,7 +276,7 @@ void interpreter::wire_shell() {
   m_shell.attr("kernel") = m_kernel_object;
 
   py::object display_pub = m_shell.attr("display_pub");
-  display_pub.attr("publish_display_data") = py::cpp_function(
+  display_pub.attr("send_display_data") = py::cpp_function(
       [this](const py::object& data, const py::object& metadata, const py::object& transient,
              bool update) {
         flush_streams();
@@ -326,11 +287,11 @@ void interpreter::wire_shell() {
           display_data(pyjson::to_json(data), to_json_object(metadata), to_json_object(transient));
         }
       });
-  display_pub.attr("clear_output") = py::cpp_function([this](bool wait) {
+  display_pub.attr("send_clear_output") = py::cpp_function([this](bool wait) {
     flush_streams();
     clear_output(wait);
   });
-  m_shell.attr("displayhook").attr("publish_execution_result") = py::cpp_function(
+  m_shell.attr("displayhook").attr("send_execute_result") = py::cpp_function(
       [this](int execution_count, const py::object& data, const py::object& metadata) {
         publish_execution_result(execution_count, pyjson::to_json(data), to_json_object(metadata));
       });
@@ -390,11 +351,6 @@ def interruptible(run_code, open_window, close_window):
         }
         return result;
       });
-  // One file name per cell, so that tracebacks read "Cell In[3], line 2" and
-  // show the cell's source.
-  m_shell.attr("compile").attr("get_filename") =
-      py::module_::import("IPython.core.compilerop").attr("code_name");
-
   const py::module_ sys = py::module_::import("sys");
   auto out = std::make_unique<stream>(*this, "stdout", 1);
   auto err = std::make_unique<stream>(*this, "stderr", 2);
@@ -678,9 +634,9 @@ void interpreter::detach_from_kernel() {
     p_stdout->detach();
     p_stderr->detach();
     py::object display_pub = m_shell.attr("display_pub");
-    display_pub.attr("publish_display_data") = py::none();
-    display_pub.attr("clear_output") = py::none();
-    m_shell.attr("displayhook").attr("publish_execution_result") = py::none();
+    display_pub.attr("send_display_data") = py::none();
+    display_pub.attr("send_clear_output") = py::none();
+    m_shell.attr("displayhook").attr("send_execute_result") = py::none();
     py::delattr(m_shell, "_showtraceback");
     py::delattr(m_shell, "showtraceback");
     py::delattr(m_shell, "run_code");

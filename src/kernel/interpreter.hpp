@@ -1,6 +1,7 @@
 // The xeus interpreter of the "Python (interp-rpc)" kernel: cells run in the
-// embedded CPython, with IPython semantics, through xeus-python-shell's
-// XPythonShell (magics, display, history, completion, introspection).
+// embedded CPython, in IPython's InteractiveShell (magics, display, history,
+// completion, introspection), through the kernel's own subclass of it
+// (interp_rpc_kernel/shell.py).
 //
 // Threads. xeus calls the request handlers on the main thread, which is also
 // CPython's main thread (signals, hence KeyboardInterrupt, are delivered

@@ -1,6 +1,6 @@
 """What the kernel needs from its Python packages, and what Python packages
-need from the kernel: the xeus-python-shell API is checked at startup;
-matplotlib's inline backend works."""
+need from the kernel: what the kernel's shell relies on in IPython is checked
+at startup; matplotlib's inline backend works."""
 
 from __future__ import annotations
 
@@ -9,28 +9,20 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
 from conftest import Kernel
+from IPython.core.interactiveshell import InteractiveShell
 from jupyter_client.connect import write_connection_file
 from jupyter_client.kernelspec import KernelSpecManager
 
-# xeus-python-shell 0.7's change, in short: its shell replaces
-# InteractiveShell.run_cell_async with another signature.
-LIKE_XEUS_PYTHON_SHELL_0_7 = """
-from IPython.core.application import BaseIPythonApplication
-from IPython.core.interactiveshell import InteractiveShell
-from IPython.core.shellapp import InteractiveShellApp
+from interp_rpc_kernel.compatibility import ipython_problem
 
-class XPythonShell(InteractiveShell):
-    def complete_code(self, code, cursor_pos):
-        return [], cursor_pos, cursor_pos
-
-    def run_cell_async(self, raw_cell, store_history=False, silent=False,
-                       shell_futures=True, cell_id=None):
-        raise NotImplementedError
-
-class XPythonShellApp(BaseIPythonApplication, InteractiveShellApp):
-    def init_shell(self, use_jedi=False):
-        pass
+# The next IPython major version, as far as the kernel can tell: its shell is
+# tested with IPython 9 only.
+AS_IF_IPYTHON_10 = """
+import IPython
+IPython.version_info = (10, 0, 0, "")
+IPython.__version__ = "10.0.0"
 """
 
 
@@ -41,24 +33,25 @@ def kernel_program() -> str:
     return program
 
 
-def test_an_unsupported_xeus_python_shell_stops_the_kernel_and_says_why(
-    tmp_path: Path,
-) -> None:
-    package = tmp_path / "site" / "xeus_python_shell"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text("")
-    (package / "shell.py").write_text(LIKE_XEUS_PYTHON_SHELL_0_7)
+def test_an_unsupported_ipython_stops_the_kernel_and_says_why(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(AS_IF_IPYTHON_10)
     connection_file, _ = write_connection_file(str(tmp_path / "kernel.json"))
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(
-        [str(package.parent), *filter(None, [env.get("PYTHONPATH")])]
-    )
+    env["PYTHONPATH"] = os.pathsep.join([str(site), *filter(None, [env.get("PYTHONPATH")])])
     done = subprocess.run([kernel_program(), "-f", connection_file], env=env,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 1
-    assert "unsupported xeus-python-shell" in done.stderr
-    assert "replaces InteractiveShell.run_cell_async" in done.stderr
-    assert "xeus-python-shell>=0.6,<0.7" in done.stderr
+    assert "unsupported IPython" in done.stderr
+    assert "IPython 10.0.0 is not IPython 9" in done.stderr
+    assert "pip install 'ipython>=9.11,<10'" in done.stderr
+
+
+def test_the_check_names_what_ipython_lacks(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert ipython_problem() is None
+    monkeypatch.delattr(InteractiveShell, "object_inspect_mime")
+    assert ipython_problem() == "InteractiveShell has no object_inspect_mime"
 
 
 def test_matplotlib_inline_shows_a_figure(shared_kernel: Kernel) -> None:

@@ -1,0 +1,77 @@
+"""The IPython shell the kernel runs cells in, and the application that sets
+it up as IPython's own apps do: profile, config files, extensions, startup
+files.
+
+The kernel runs the application's steps itself (interpreter.cpp,
+start_shell), so that it wires the shell to Jupyter before extensions and
+startup code run: they may print, display or open comms.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from IPython.core import page, payloadpage
+from IPython.core.application import BaseIPythonApplication
+from IPython.core.completer import provisionalcompleter, rectify_completions
+from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.core.shellapp import InteractiveShellApp
+
+from interp_rpc_kernel.display import KernelDisplayHook, KernelDisplayPublisher
+
+
+class KernelShell(InteractiveShell):
+    """InteractiveShell, paging to the frontend."""
+
+    def init_hooks(self) -> None:
+        super().init_hooks()
+        # `obj?` and %page go to the frontend's pager, as a payload.
+        self.set_hook("show_in_pager", page.as_hook(payloadpage.page), 99)
+
+    def enable_gui(self, gui: str | None = None) -> None:
+        # %matplotlib inline asks for no event loop (None); none other runs here.
+        if gui not in (None, "inline"):
+            raise UsageError(
+                f"the interp-rpc kernel runs no {gui} event loop; "
+                "use %matplotlib inline, or ipympl's %matplotlib widget"
+            )
+
+    def complete_code(self, code: str, cursor_pos: int) -> tuple[list[str], int, int]:
+        """The matches for a complete_request, and the range they replace."""
+        with provisionalcompleter():
+            completions = list(
+                rectify_completions(code, self.Completer.completions(code, cursor_pos))
+            )
+        if not completions:
+            return [], cursor_pos, cursor_pos
+        return [c.text for c in completions], completions[0].start, completions[0].end
+
+
+class KernelShellApp(BaseIPythonApplication, InteractiveShellApp):
+    """Creates the KernelShell from the profile's configuration: its
+    ipython_config.py, then interp_rpc_kernel_config.py for this kernel only
+    (as ipykernel reads ipython_kernel_config.py)."""
+
+    name = "interp-rpc-kernel"
+
+    def init_shell(self) -> None:
+        # IPython's completer starts quicker without jedi; a config file may
+        # still turn jedi on.
+        if "use_jedi" not in self.config.IPCompleter:
+            self.config.IPCompleter.use_jedi = False
+        self.shell = KernelShell.instance(
+            parent=self,
+            profile_dir=self.profile_dir,
+            ipython_dir=self.ipython_dir,
+            user_ns=self.user_ns,
+            display_pub_class=KernelDisplayPublisher,
+            displayhook_class=KernelDisplayHook,
+        )
+
+    def exit(self, exit_status: Any = 0) -> None:
+        # IPython calls this, having logged why, when it cannot use the
+        # profile directory or a config file. SystemExit would end the kernel
+        # before it answered anything; it goes on, and what fails next fails
+        # in a cell, with a traceback.
+        pass
