@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import Kernel
+from IPython.core.history import HistoryManager
 from IPython.core.interactiveshell import InteractiveShell
 from jupyter_client.connect import write_connection_file
 from jupyter_client.kernelspec import KernelSpecManager
@@ -50,6 +51,8 @@ def test_an_unsupported_ipython_stops_the_kernel_and_says_why(tmp_path: Path) ->
 
 def test_the_check_names_what_ipython_lacks(monkeypatch: pytest.MonkeyPatch) -> None:
     assert ipython_problem() is None
+    monkeypatch.delattr(HistoryManager, "save_flag")
+    assert ipython_problem() == "HistoryManager.save_flag is not a property"
     monkeypatch.delattr(InteractiveShell, "object_inspect_mime")
     assert ipython_problem() == "InteractiveShell has no object_inspect_mime"
 

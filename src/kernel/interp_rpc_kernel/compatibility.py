@@ -10,6 +10,7 @@ import IPython
 from IPython.core.application import BaseIPythonApplication
 from IPython.core.displayhook import DisplayHook
 from IPython.core.displaypub import DisplayPublisher
+from IPython.core.history import HistoryManager
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.shellapp import InteractiveShellApp
 
@@ -33,6 +34,7 @@ def ipython_problem() -> str | None:
         DisplayHook: ("start_displayhook", "write_output_prompt", "write_format_data",
                       "finish_displayhook", "prompt_count"),
         DisplayPublisher: ("publish", "clear_output", "_validate_data"),
+        HistoryManager: ("store_inputs", "save_thread"),
     }
     for owner, names in needed.items():
         for name in names:
@@ -44,4 +46,7 @@ def ipython_problem() -> str | None:
         return "InteractiveShell.run_code is not a coroutine function"
     if "async_" not in inspect.signature(InteractiveShell.run_code).parameters:
         return "InteractiveShell.run_code takes no async_"
+    # history.py throttles writes between this flag and the saving thread's.
+    if not isinstance(inspect.getattr_static(HistoryManager, "save_flag", None), property):
+        return "HistoryManager.save_flag is not a property"
     return None

@@ -19,15 +19,23 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.shellapp import InteractiveShellApp
 
 from interp_rpc_kernel.display import KernelDisplayHook, KernelDisplayPublisher
+from interp_rpc_kernel.history import KernelHistoryManager
 
 
 class KernelShell(InteractiveShell):
-    """InteractiveShell, paging to the frontend."""
+    """InteractiveShell, paging to the frontend and with throttled history
+    writes (see history.py)."""
 
     def init_hooks(self) -> None:
         super().init_hooks()
         # `obj?` and %page go to the frontend's pager, as a payload.
         self.set_hook("show_in_pager", page.as_hook(payloadpage.page), 99)
+
+    def init_history(self) -> None:
+        self.history_manager = KernelHistoryManager(shell=self, parent=self)
+        # IPython annotates configurables as a list of shells; it holds any
+        # Configurable.
+        self.configurables.append(self.history_manager)  # type: ignore[arg-type]
 
     def enable_gui(self, gui: str | None = None) -> None:
         # %matplotlib inline asks for no event loop (None); none other runs here.
