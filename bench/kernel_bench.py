@@ -19,7 +19,9 @@
   - IPython: `run_cell('1+1')` timed inside the kernel, without storing
     history, and history: what storing it adds;
   - the rest of the execute round trip: what the kernel does for an execute
-    request besides (execute_input, the reply, streams, payloads).
+    request besides (execute_input, the reply, streams, payloads);
+  - the kernel's CPU time per execute, by thread: the main thread, IPython's
+    history saving thread, zmq's I/O threads, the others.
 
 Kernels are measured in turns, round after round, so that a slow moment of the
 machine hits all of them. Prints a markdown table and writes
@@ -204,12 +206,41 @@ def round_trip(client: Any, send: Any) -> float:
     return time.perf_counter() - started
 
 
+def thread_cpu_seconds(pid: int) -> dict[str, float]:
+    """CPU seconds (user and system) of each thread of a process, by part:
+    its main thread, IPython's history saving thread, zmq's I/O threads, the
+    others (Linux's /proc)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    parts = dict.fromkeys(("main", "history", "zmq", "other"), 0.0)
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+        except FileNotFoundError:
+            continue  # ended meanwhile
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2:].split()
+        seconds = (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+        if int(tid) == pid:
+            parts["main"] += seconds
+        elif name.startswith("IPythonHistory"):
+            parts["history"] += seconds
+        elif name.startswith("ZMQbg"):
+            parts["zmq"] += seconds
+        else:
+            parts["other"] += seconds
+    return parts
+
+
 def measure_breakdown(kernel_name: str, count: int) -> dict[str, float]:
-    """Milliseconds of one execute of `1+1`, by part (medians)."""
+    """Milliseconds of one execute of `1+1`, by part (medians), and the
+    kernel's CPU milliseconds per execute, by thread (means)."""
     manager, client, _, _ = start(kernel_name)
     for _ in range(20):  # warm up
         run_cell(client, "1+1")
+    pid = process_of(manager).pid
+    cpu_before = thread_cpu_seconds(pid)
     execute = statistics.median(run_cell(client, "1+1")[1] for _ in range(count))
+    cpu_after = thread_cpu_seconds(pid)
     messaging = statistics.median(round_trip(client, client.kernel_info) for _ in range(count))
     reply, _ = run_cell(client, IPYTHON_TIMING_CELL.format(n=count), timeout=300)
     assert reply["content"]["status"] == "ok", reply
@@ -226,6 +257,8 @@ def measure_breakdown(kernel_name: str, count: int) -> dict[str, float]:
         "ipython_run_cell_ms": 1000 * ipython,
         "history_ms": 1000 * (with_history - ipython),
         "rest_ms": 1000 * (execute - messaging - with_history),
+        **{f"cpu_{part}_ms": 1000 * (cpu_after[part] - cpu_before[part]) / count
+           for part in cpu_before},
     }
 
 
@@ -317,6 +350,15 @@ def breakdown_markdown(breakdowns: dict[str, dict[str, float]]) -> str:
             f"| {name} | {b['execute_round_trip_ms']:.2f} ms | {b['messaging_ms']:.2f} ms "
             f"| {b['ipython_run_cell_ms']:.2f} ms | {b['history_ms']:.2f} ms "
             f"| {b['rest_ms']:.2f} ms |")
+    lines += [
+        "",
+        "| kernel | CPU per execute: main thread | history thread | zmq I/O | other threads |",
+        "|---|---|---|---|---|",
+    ]
+    for name, b in breakdowns.items():
+        lines.append(
+            f"| {name} | {b['cpu_main_ms']:.2f} ms | {b['cpu_history_ms']:.2f} ms "
+            f"| {b['cpu_zmq_ms']:.2f} ms | {b['cpu_other_ms']:.2f} ms |")
     return "\n".join(lines)
 
 
