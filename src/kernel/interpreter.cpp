@@ -79,8 +79,8 @@ void check_ipython_api() {
   const std::string tested = py::str(compatibility.attr("TESTED_VERSIONS")).cast<std::string>();
   std::cerr << "interp-rpc-kernel: unsupported IPython (" << where
             << "): " << py::str(problem).cast<std::string>()
-            << ". This kernel is tested with IPython" << tested << "; install that: pip install 'ipython"
-            << tested << "'" << std::endl;
+            << ". This kernel is tested with IPython" << tested
+            << "; install that: pip install 'ipython" << tested << "'" << std::endl;
   std::_Exit(1);
 }
 

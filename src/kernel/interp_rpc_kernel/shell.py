@@ -41,8 +41,7 @@ class KernelShell(InteractiveShell):
         # %matplotlib inline asks for no event loop (None); none other runs here.
         if gui not in (None, "inline"):
             raise UsageError(
-                f"the interp-rpc kernel runs no {gui} event loop; "
-                "use %matplotlib inline, or ipympl's %matplotlib widget"
+                f"the interp-rpc kernel runs no {gui} event loop; for plots, use %matplotlib inline"
             )
 
     def complete_code(self, code: str, cursor_pos: int) -> tuple[list[str], int, int]:
