@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from jupyter_client.connect import write_connection_file
 from jupyter_client.kernelspec import KernelSpecManager
 
-from interp_rpc_kernel.compatibility import ipython_problem
+from interp_rpc_kernel.compatibility import TESTED_VERSIONS, ipython_problem
 
 # The next IPython major version, as far as the kernel can tell: its shell is
 # tested with IPython 9 only.
@@ -55,6 +56,12 @@ def test_the_check_names_what_ipython_lacks(monkeypatch: pytest.MonkeyPatch) -> 
     assert ipython_problem() == "HistoryManager.save_flag is not a property"
     monkeypatch.delattr(InteractiveShell, "object_inspect_mime")
     assert ipython_problem() == "InteractiveShell has no object_inspect_mime"
+
+
+def test_pyproject_bounds_ipython_to_the_versions_the_check_names() -> None:
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    extras = tomllib.loads(pyproject.read_text())["project"]["optional-dependencies"]
+    assert f"ipython{TESTED_VERSIONS}" in extras["kernel"]
 
 
 def test_matplotlib_inline_shows_a_figure(shared_kernel: Kernel) -> None:
