@@ -42,8 +42,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import distributed
 
-from interp_rpc._profile import Profile
 from interp_rpc.dask import ClusterPool
+from interp_rpc.profiling.model import Profile
 
 #: What a mode's maps of one round run inside.
 type Around = Callable[[], contextlib.AbstractContextManager[None]]

@@ -88,7 +88,9 @@ def parts_ns(chunk_sizes: list[int]) -> dict[str, int]:
     and the caller keeping the items' times. The sums, in ns per map."""
     import workloads
 
-    from interp_rpc import _profiling, _worker, _worker_profiling
+    from interp_rpc._worker import main as _worker
+    from interp_rpc._worker import profiling as _worker_profiling
+    from interp_rpc.profiling import recorder as _profiling
 
     class Session:  # what ProfileRecorder.item_marks writes to
         def __init__(self) -> None:
@@ -122,7 +124,9 @@ def count_part(part: str, chunk_sizes: list[int], group: int, maps: int) -> None
     times; "none": nothing), or ``maps`` whole plain maps ("map")."""
     import workloads
 
-    from interp_rpc import _profiling, _worker, _worker_profiling
+    from interp_rpc._worker import main as _worker
+    from interp_rpc._worker import profiling as _worker_profiling
+    from interp_rpc.profiling import recorder as _profiling
 
     if part == "map":
         items = list(range(sum(chunk_sizes)))
@@ -187,9 +191,9 @@ def report_instructions(command: list[str], chunk_sizes: list[int], group: int) 
 
 
 def round_trip(reply: object) -> object:
-    from interp_rpc import _wire
+    from interp_rpc._worker import wire
 
-    return _wire.loads(_wire.dumps_result(reply))
+    return wire.loads(wire.dumps_result(reply))
 
 
 def load() -> str:

@@ -15,12 +15,14 @@ if sys.version_info < (3, 14):  # noqa: UP036 - a clear error on old Pythons
         f"(PEP 734), which this Python ({sys.version.split()[0]}) does not have."
     )
 
-from interp_rpc._engine import build_info
-from interp_rpc._errors import (
+from interp_rpc._pool.engine import build_info
+from interp_rpc._pool.pool import InterpreterPool
+from interp_rpc._version import __version__
+from interp_rpc._worker.wire import borrow
+from interp_rpc.errors import (
     MISSING,
     CallTimeoutError,
     InterpRpcError,
-    ParallelCellError,
     PoolBrokenError,
     PoolClosedError,
     PoolInitError,
@@ -30,9 +32,8 @@ from interp_rpc._errors import (
     WorkerDiedError,
     WorkerInitFailure,
 )
-from interp_rpc._pool import CallRecord, InterpreterPool, PoolStats, WorkerStatus
-from interp_rpc._version import __version__
-from interp_rpc._wire import borrow
+from interp_rpc.profiling import ItemRecord, Profile
+from interp_rpc.records import CallRecord, PoolStats, WorkerStatus
 
 
 def load_ipython_extension(ipython: object) -> None:
@@ -54,11 +55,12 @@ __all__ = [
     "CallTimeoutError",
     "InterpRpcError",
     "InterpreterPool",
-    "ParallelCellError",
+    "ItemRecord",
     "PoolBrokenError",
     "PoolClosedError",
     "PoolInitError",
     "PoolStats",
+    "Profile",
     "RemoteError",
     "ShareabilityError",
     "TargetResolutionError",

@@ -12,7 +12,7 @@ broken pools can be tested:
     kill_worker(pool, 1, during_next_call=True)  # it dies holding its next call
 """
 
-from interp_rpc._pool import InterpreterPool
+from interp_rpc._pool.pool import InterpreterPool
 
 
 def kill_worker(pool: InterpreterPool, index: int, *, during_next_call: bool = False) -> None:

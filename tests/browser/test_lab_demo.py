@@ -14,7 +14,7 @@ Artifacts, kept after the run (also when it fails), in build/artifacts/browser/:
   live status with its stuck worker;
 - ``after-run-all-dark.png``: the whole notebook after Run All (Lab runs in
   its dark theme, where contrast is hardest; the light fallbacks of our
-  colours are checked in tests/interp_rpc/test_notebook_render.py);
+  colours are checked in tests/interp_rpc/notebook/test_notebook_render.py);
 - ``after-run-all.png``: the whole notebook after Run All;
 - ``after-run-all-viewport.png``: the viewport at the same moment;
 - ``after-run-all.html``: the page's DOM at the same moment;
@@ -591,7 +591,7 @@ def test_the_profile_draws_a_timeline_that_survives_sanitizing(ran: RunAll,
                                                                driver: WebDriver) -> None:
     # The static timeline is an SVG picture in an <img> (JupyterLab's
     # sanitizer keeps it in untrusted notebooks, where it strips inline SVG).
-    from interp_rpc import _profile_html as timeline
+    from interp_rpc.display import profile as timeline
 
     cell = cell_containing(driver, "%parallel_profile")
     img = only(outputs(cell, "img.irpc-timeline-img"), "profile timeline (img.irpc-timeline-img)")

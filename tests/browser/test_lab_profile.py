@@ -364,7 +364,7 @@ def test_a_failed_item_is_marked_and_its_card_says_so(page: Page) -> None:
 
 
 def test_above_5000_items_the_timeline_aggregates_until_zoomed_in(page: Page) -> None:
-    from interp_rpc._profile_html import AGGREGATE_ABOVE
+    from interp_rpc.display.profile import AGGREGATE_ABOVE
 
     assert MANY > AGGREGATE_ABOVE
     cell = profile_cell(page, "with pool.profile() as many")

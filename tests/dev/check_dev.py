@@ -23,6 +23,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -32,6 +33,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 DEV = str(REPO / "dev")
 CACHE = os.environ.get("INTERP_RPC_CACHE", "/var/cache/interp-rpc")
+#: A quick test file for the --repeat checks.
+QUICK_TEST = "tests/interp_rpc/pool/test_package.py"
 
 
 def mounts_under(prefix: str) -> list[str]:
@@ -144,14 +147,14 @@ def check_missing_native_toolchain_is_explained() -> None:
 
 
 def check_repeat_reruns_and_stops_at_first_failure() -> None:
-    passing = subprocess.run([DEV, "test", "--repeat", "2", "tests/interp_rpc/test_package.py"],
+    passing = subprocess.run([DEV, "test", "--repeat", "2", QUICK_TEST],
                              capture_output=True, text=True)
     assert passing.returncode == 0, passing.stdout[-2000:] + passing.stderr[-2000:]
     assert "pytest run 2/2" in passing.stdout, passing.stdout[-2000:]
     assert "pytest, 2 runs in a row" in passing.stdout, passing.stdout[-2000:]
     # A selection that matches no test fails (pytest's exit 5), so the first
     # run fails and the other two never start.
-    failing = subprocess.run([DEV, "test", "--repeat", "3", "tests/interp_rpc/test_package.py",
+    failing = subprocess.run([DEV, "test", "--repeat", "3", QUICK_TEST,
                               "-k", "no_test_has_this_name"], capture_output=True, text=True)
     assert failing.returncode != 0, failing.stdout[-2000:]
     assert "pytest run 1/3" in failing.stdout, failing.stdout[-2000:]
@@ -159,6 +162,46 @@ def check_repeat_reruns_and_stops_at_first_failure() -> None:
     refused = subprocess.run([DEV, "test", "--repeat", "0"], capture_output=True, text=True)
     assert refused.returncode == 2, (refused.returncode, refused.stderr[-2000:])
     assert "--repeat takes a number of runs" in refused.stderr, refused.stderr[-2000:]
+
+
+def dev_env(apt_dir: Path, **extra: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "INTERP_RPC_MIRROR"}
+    env.update(INTERP_RPC_APT_SOURCES=str(apt_dir), **extra)
+    return subprocess.run([DEV, "env"], capture_output=True, text=True, env=env)
+
+
+def check_mirror_comes_from_host_apt_sources() -> None:
+    """The root's mirror is the Debian archive of the host's apt sources, in
+    either format; INTERP_RPC_MIRROR overrides it; none found is explained."""
+    mode = subprocess.run([DEV, "env"], capture_output=True, text=True).stdout
+    if "mode:  root" not in mode:
+        return  # native mode builds no root and needs no mirror
+    with tempfile.TemporaryDirectory() as tmp:
+        apt = Path(tmp)
+        (apt / "sources.list.d").mkdir()
+        # deb-src, a security suite and another project's repository come first.
+        (apt / "sources.list").write_text(
+            "deb-src http://src.example.test/debian sid main\n"
+            "deb http://security.example.test/debian-security bookworm-security main\n")
+        (apt / "sources.list.d" / "other.list").write_text(
+            "deb [arch=amd64 signed-by=/k.gpg] https://other.example.test/apt stable main\n")
+        (apt / "sources.list.d" / "debian.sources").write_text(
+            "Types: deb-src\nURIs: http://wrong.example.test/debian\nSuites: sid\n\n"
+            "Types: deb\nURIs: http://mirror.example.test/debian/\nSuites: bookworm\n")
+        found = dev_env(apt)
+        assert found.returncode == 0, found.stderr[-2000:]
+        assert "mirror: http://mirror.example.test/debian\n" in found.stdout, found.stdout
+        (apt / "sources.list.d" / "debian.sources").unlink()
+        (apt / "sources.list").write_text(
+            "deb [signed-by=/k.gpg] http://one-line.example.test/debian/ sid main\n")
+        found = dev_env(apt)
+        assert "mirror: http://one-line.example.test/debian\n" in found.stdout, found.stdout
+        chosen = dev_env(apt, INTERP_RPC_MIRROR="http://chosen.example.test/debian")
+        assert "mirror: http://chosen.example.test/debian\n" in chosen.stdout, chosen.stdout
+        (apt / "sources.list").write_text("")
+        missing = dev_env(apt)
+        assert missing.returncode == 2, (missing.returncode, missing.stdout)
+        assert "set INTERP_RPC_MIRROR" in missing.stderr, missing.stderr
 
 
 def check_no_leaked_mounts() -> None:
@@ -172,6 +215,7 @@ CHECKS: list[Callable[[], None]] = [
     check_lab_serves_kernelspecs,
     check_missing_native_toolchain_is_explained,
     check_repeat_reruns_and_stops_at_first_failure,
+    check_mirror_comes_from_host_apt_sources,
     check_no_leaked_mounts,
 ]
 

@@ -23,7 +23,7 @@ def test_wheel_installs_and_runs_in_a_fresh_venv(tmp_path: Path) -> None:
     (wheel,) = wheels.glob("interp_rpc-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "interp_rpc/py.typed" in names
-    assert "interp_rpc/_worker.py" in names
+    assert "interp_rpc/_worker/main.py" in names
     assert any(n.startswith("interp_rpc/_core.") and n.endswith(".so") for n in names)
 
     venv = tmp_path / "venv"

@@ -40,3 +40,24 @@ def cell_runner(shell: InteractiveShell, capsys: pytest.CaptureFixture[str]) -> 
         return Ran(result, ANSI.sub("", captured.out), ANSI.sub("", captured.err))
 
     return run_cell
+
+
+def check_errors_collect(shell: InteractiveShell, run: Run) -> list[object]:
+    """``%parallel_map --errors=collect`` on the notebook's pool, whichever
+    kind: each failing item's RemoteError in its place, the others' results
+    around it, and a summary of what failed. Returns the results."""
+    from interp_rpc import RemoteError
+
+    assert run("%%parallel\ndef odd_fails(x):\n    if x % 2:\n        raise ValueError(x)\n"
+               "    return x * 10\n").error is None
+    ran = run("%parallel_map --errors=collect --chunksize 3 -o collected odd_fails range(7)")
+    assert ran.error is None, ran.shown
+    results: list[object] = shell.user_ns["collected"]
+    assert [results[i] for i in (0, 2, 4, 6)] == [0, 20, 40, 60]
+    for i in (1, 3, 5):
+        failure = results[i]
+        assert isinstance(failure, RemoteError) and isinstance(failure, ValueError)
+        assert failure.item_index == i
+        assert "raise ValueError(x)" in failure.remote_traceback
+    assert "3 of 7 items failed (items 1, 3, 5" in ran.err
+    return results

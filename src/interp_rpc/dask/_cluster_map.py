@@ -27,10 +27,16 @@ import time
 from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from interp_rpc import _targets
-from interp_rpc._errors import RemoteError
-from interp_rpc._validation import check_buffersize, check_chunksize, check_timeout
-from interp_rpc.dask import _chunking, _request
+from interp_rpc._pool import targets
+from interp_rpc._pool.encoding import encode_call
+from interp_rpc._pool.validation import (
+    check_buffersize,
+    check_chunksize,
+    check_errors,
+    check_timeout,
+)
+from interp_rpc.dask import _chunking
+from interp_rpc.errors import RemoteError
 
 if TYPE_CHECKING:
     from interp_rpc.dask._cluster_pool import ClusterPool, _Job
@@ -41,18 +47,21 @@ class ClusterMapRun:
 
     def __init__(self, pool: ClusterPool, fn: Callable[..., Any] | str,
                  iterables: tuple[Iterable[Any], ...], *, timeout: float | None,
-                 chunksize: int | None, buffersize: int | None) -> None:
+                 chunksize: int | None, buffersize: int | None, errors: str = "raise") -> None:
         check_timeout("timeout", timeout)
+        check_errors(errors)
         check_chunksize(chunksize)
         check_buffersize(buffersize)
-        _targets.normalize(fn)  # an unusable target fails before anything runs
+        # Once per map, and an unusable target fails before anything runs.
+        self._normalized = targets.normalize(fn)
         self._pool = pool
         self._fn = fn
-        self._name = _targets.describe(fn)
+        self._name = targets.describe(fn)
         self._timeout = timeout
         self._deadline = None if timeout is None else time.monotonic() + timeout
         self._mode = "chunk" if len(iterables) == 1 else "starchunk"
         self._buffersize = buffersize
+        self._collect = errors == "collect"
         self._lock = threading.Lock()
         self._jobs: collections.deque[_Job] = collections.deque()  # in order, until yielded
         self._held: collections.deque[_Job] = collections.deque()  # encoded, not sent yet
@@ -95,8 +104,10 @@ class ClusterMapRun:
                 raise
 
     def _chunk(self, items: list[Any], start: int) -> _Job:
-        request = _request.encode(self._fn, (items,), {}, self._mode, start)
-        return self._pool._new_job(request, item_offset=start, item_count=len(items))
+        request = encode_call(self._fn, (items,), {}, mode=self._mode, item_index=start,
+                              normalized=self._normalized)
+        return self._pool._new_job(request, item_offset=start, item_count=len(items),
+                                   collect=self._collect)
 
     # ------------------------------------------------------------ sending
 

@@ -17,21 +17,24 @@ from concurrent.futures import CancelledError, Executor, Future
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any, Self
 
-from interp_rpc._errors import (
+from interp_rpc._pool.encoding import EncodedCall, encode_call
+from interp_rpc._pool.exit_policy import EXIT_TIMEOUT
+from interp_rpc._pool.validation import check_timeout
+from interp_rpc.dask import _asking, _cluster_map, _profiling
+from interp_rpc.dask._asking import ANSWER_TIMEOUT
+from interp_rpc.dask._placement import ClusterWorker, Placement, Process
+from interp_rpc.dask._relayed_errors import relayed, relayed_init_failure
+from interp_rpc.errors import (
     CallTimeoutError,
     InterpRpcError,
     PoolBrokenError,
     PoolClosedError,
     PoolInitError,
+    RemoteError,
     WorkerDiedError,
     WorkerInitFailure,
 )
-from interp_rpc._exit_policy import EXIT_TIMEOUT
-from interp_rpc._records import CallRecord, PoolStats, WorkerStatus
-from interp_rpc._validation import check_timeout
-from interp_rpc.dask import _asking, _cluster_map, _error_mapping, _profiling, _request
-from interp_rpc.dask._asking import ANSWER_TIMEOUT
-from interp_rpc.dask._placement import ClusterWorker, Placement, Process
+from interp_rpc.records import CallRecord, PoolStats, WorkerStatus
 
 if TYPE_CHECKING:
     import distributed
@@ -60,14 +63,17 @@ class _Job:
     """One call or map chunk (or, for %%parallel, one call in every
     subinterpreter of one process), and the dask task currently running it."""
 
-    def __init__(self, ident: int, request: _request.Request, item_offset: int,
-                 retries: int, *, item_count: int = 1, pinned: Process | None = None,
+    def __init__(self, ident: int, request: EncodedCall, item_offset: int,
+                 retries: int, *, item_count: int = 1, collect: bool = False,
+                 pinned: Process | None = None,
                  everywhere: tuple[list[int] | None, float | None, str | None] | None = None
                  ) -> None:
         self.id = ident
         self.request = request
         self.item_offset = item_offset
         self.item_count = item_count
+        # A map chunk whose failing items are collected among its results.
+        self.collect = collect
         self.retries_left = retries
         # A job for one process only (never run again elsewhere), and what
         # run_everywhere needs: (subinterpreters, timeout, run id).
@@ -125,7 +131,7 @@ class _JobFuture(Future[Any]):
 class EverywhereRun:
     """One call sent to several subinterpreters of each of several processes."""
 
-    def __init__(self, pool: ClusterPool, request: _request.Request, run_id: str | None,
+    def __init__(self, pool: ClusterPool, request: EncodedCall, run_id: str | None,
                  jobs: dict[Process, _Job], timeout: float | None) -> None:
         self.name = request.name
         self.request = request
@@ -174,7 +180,7 @@ class EverywhereRun:
                 continue
             for index, (kind, value) in job.future.result():
                 found[process.worker(index)] = (value if kind == "ok" else
-                                                _error_mapping.rebuild(value, process))
+                                                relayed(value, process))
         return dict(sorted(found.items()))
 
     def busy(self) -> list[ClusterWorker]:
@@ -376,20 +382,19 @@ class ClusterPool(Executor):
         if report["state"] != "failed":
             return []
         failure = report["failure"]
-        if failure["kind"] == "init":
+        if isinstance(failure, PoolInitError):
             # All its subinterpreters keep their indices, not only those that
             # failed: the next process's indices start after them.
-            slots = max([report["slots"], *(f["subinterpreter"] + 1
-                                             for f in failure["failures"])])
+            slots = max([report["slots"], *(f.worker + 1 for f in failure.failures)])
             process = self._placement.add(address, report["host"], report["pid"], slots)
             self._placement.mark_gone(address)
-            found = [_error_mapping.init_failure(f, process) for f in failure["failures"]]
+            found = [relayed_init_failure(f, process) for f in failure.failures]
         else:
             process = self._placement.add(address, report["host"], report["pid"],
                                           max(report["slots"], 1))
             self._placement.mark_gone(address)
             found = [WorkerInitFailure(process.worker(0), timed_out=False, error=None,
-                                       detail=f"{failure['type_name']}: {failure['message']}")]
+                                       detail=f"{type(failure).__name__}: {failure}")]
         self._failed[address] = found
         return found
 
@@ -433,7 +438,8 @@ class ClusterPool(Executor):
 
     def submit(self, fn: Callable[..., Any] | str, /, *args: Any, **kwargs: Any) -> Future[Any]:
         """Dispatch ``fn(*args, **kwargs)`` to the cluster without blocking."""
-        return self._run(_request.encode(fn, args, kwargs), item_offset=0).future
+        request = encode_call(fn, args, kwargs, check_open=self._check_open)
+        return self._run(request, item_offset=0).future
 
     def call(self, target: Callable[..., Any] | str, /, *args: Any,
              timeout: float | None = None, **kwargs: Any) -> Any:
@@ -443,7 +449,8 @@ class ClusterPool(Executor):
         time; the call itself goes on running in its subinterpreter.
         """
         check_timeout("timeout", timeout)
-        job = self._run(_request.encode(target, args, kwargs), item_offset=0)
+        job = self._run(encode_call(target, args, kwargs, check_open=self._check_open),
+                        item_offset=0)
         try:
             return job.future.result(timeout)
         except TimeoutError:
@@ -454,7 +461,7 @@ class ClusterPool(Executor):
 
     def map(self, fn: Callable[..., Any] | str, *iterables: Iterable[Any],
             timeout: float | None = None, chunksize: int | None = None,
-            buffersize: int | None = None) -> _cluster_map.MapResults:
+            buffersize: int | None = None, errors: str = "raise") -> _cluster_map.MapResults:
         """``fn(item)`` for every item, across the cluster: an iterator over
         the results, in order, as ``Executor.map`` and ``InterpreterPool.map``.
 
@@ -466,10 +473,13 @@ class ClusterPool(Executor):
         one dask task run by one subinterpreter, sent to the least loaded
         process. The first failing item raises, in order, after the results
         before it; that, a timeout, or closing the iterator cancels the
-        chunks that have not started.
+        chunks that have not started. With ``errors="collect"`` a failing
+        item's RemoteError takes its place among the results instead, and the
+        map goes on.
         """
         return _cluster_map.MapResults(_cluster_map.ClusterMapRun(
-            self, fn, iterables, timeout=timeout, chunksize=chunksize, buffersize=buffersize))
+            self, fn, iterables, timeout=timeout, chunksize=chunksize, buffersize=buffersize,
+            errors=errors))
 
     def profile(self, functions: bool = False) -> _profiling.ClusterProfileSession:
         """Profile what the cluster runs in a ``with`` block, as
@@ -506,8 +516,7 @@ class ClusterPool(Executor):
                           kwargs: dict[str, Any], timeout: float | None,
                           workers: Collection[int] | None) -> EverywhereRun:
         check_timeout("timeout", timeout)
-        request = _request.encode(target, args, kwargs)
-        self._check_open(request.name)
+        request = encode_call(target, args, kwargs, check_open=self._check_open)
         wanted = None if workers is None else set(workers)
         run_id = uuid.uuid4().hex if workers is None else None
         jobs: dict[Process, _Job] = {}
@@ -522,7 +531,7 @@ class ClusterPool(Executor):
             self._start_job(job)
         return EverywhereRun(self, request, run_id, jobs, timeout)
 
-    def _remember(self, run_id: str, label: str, request: _request.Request) -> None:
+    def _remember(self, run_id: str, label: str, request: EncodedCall) -> None:
         """Keep a run for processes that join later: in the scheduler first,
         so that every job sent from now on, which asks for one more
         definition, finds it there."""
@@ -542,20 +551,20 @@ class ClusterPool(Executor):
         if self._broken is not None:
             raise PoolBrokenError(f"{self._broken}; cannot call {name!r}")
 
-    def _run(self, request: _request.Request, *, item_offset: int) -> _Job:
+    def _run(self, request: EncodedCall, *, item_offset: int) -> _Job:
         self._check_open(request.name)
         job = self._new_job(request, item_offset=item_offset)
         self._start_job(job)
         return job
 
-    def _new_job(self, request: _request.Request, *, item_offset: int = 0,
-                 item_count: int = 1, pinned: Process | None = None,
+    def _new_job(self, request: EncodedCall, *, item_offset: int = 0,
+                 item_count: int = 1, collect: bool = False, pinned: Process | None = None,
                  everywhere: tuple[list[int] | None, float | None, str | None] | None = None
                  ) -> _Job:
         """A job not sent yet (a map keeps chunks back until there is room)."""
         return _Job(next(self._job_ids), request, item_offset,
                     0 if pinned is not None else self._retries, item_count=item_count,
-                    pinned=pinned, everywhere=everywhere)
+                    collect=collect, pinned=pinned, everywhere=everywhere)
 
     def _start_job(self, job: _Job) -> None:
         """Send the job: close() waits for it from now on."""
@@ -597,7 +606,8 @@ class ClusterPool(Executor):
         request = job.request
         job.process = process
         job.dispatched = time.monotonic()
-        function, extra = ((self._plugin_module.run_job, ()) if job.everywhere is None
+        function, extra = ((self._plugin_module.run_job, (job.collect,))
+                           if job.everywhere is None
                            else (self._plugin_module.run_everywhere, job.everywhere))
         # The definitions remembered so far: the process replays those it
         # lacks before running the job.
@@ -636,11 +646,15 @@ class ClusterPool(Executor):
                     f"the result of {job.request.name!r} could not be fetched: {exc}"))
                 return
             if kind == "ok":
+                if job.collect:  # its failed items, named as the caller names them
+                    payload = [relayed(value, process, item_offset=job.item_offset)
+                               if isinstance(value, RemoteError) else value
+                               for value in payload]
                 job.settle(payload)
             else:
                 if partial:
                     job.partial = partial[0]
-                error = _error_mapping.rebuild(payload, process, item_offset=job.item_offset)
+                error = relayed(payload, process, item_offset=job.item_offset)
                 if isinstance(error, PoolInitError):
                     # Its pool failed after it joined (replaying a
                     # definition): no more calls go there.

@@ -9,7 +9,7 @@ subinterpreter.)
 
 Dask tasks (``run_job``) then hand their call to the process's pool from
 dask's worker threads. Nothing here raises into dask: outcomes and errors go
-back as plain data (see _error_mapping).
+back as data; errors pickle themselves (see _relayed_errors).
 
 %%parallel cells the ClusterPool remembers (its "definitions") are kept in
 the scheduler's metadata store, dask's public place for small shared state,
@@ -32,8 +32,14 @@ from typing import TYPE_CHECKING, Any
 
 from distributed import WorkerPlugin, get_worker
 
-from interp_rpc import _replies, _targets, _wire
-from interp_rpc._errors import (
+from interp_rpc._pool import replies, targets
+from interp_rpc._pool.exit_policy import EXIT_TIMEOUT
+from interp_rpc._pool.map import MapRun
+from interp_rpc._pool.pool import InterpreterPool
+from interp_rpc._worker import wire
+from interp_rpc.dask import _profiling
+from interp_rpc.dask._relayed_errors import as_pool_error
+from interp_rpc.errors import (
     CallTimeoutError,
     InterpRpcError,
     PoolBrokenError,
@@ -42,17 +48,13 @@ from interp_rpc._errors import (
     RemoteError,
     WorkerInitFailure,
 )
-from interp_rpc._exit_policy import EXIT_TIMEOUT
-from interp_rpc._map import MapRun
-from interp_rpc._pool import InterpreterPool
-from interp_rpc.dask import _error_mapping, _profiling
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from distributed import Worker
 
-    from interp_rpc._profiling import ProfileSession
+    from interp_rpc.profiling.recorder import ProfileSession
 
 #: How a job's outcome travels back: ("ok", value), ("error", description),
 #: or for a map chunk whose item failed ("error", description, the results
@@ -89,7 +91,7 @@ class PoolPlugin(WorkerPlugin):
     def _reset(self) -> None:
         self.pool: InterpreterPool | None = None
         self.slots = 0  # the subinterpreters its pool has, or would have had
-        self.failure: _error_mapping.Description | None = None
+        self.failure: InterpRpcError | None = None
         self.ready = threading.Event()
         # Jobs running in this process: job id -> (target, monotonic start).
         self.running: dict[int, tuple[str, float]] = {}
@@ -126,7 +128,7 @@ class PoolPlugin(WorkerPlugin):
             definitions = await self._definitions()
             await asyncio.to_thread(self._replay, definitions, len(definitions))
         except Exception as exc:
-            self.failure = _error_mapping.describe(exc)
+            self.failure = as_pool_error(exc)
             await asyncio.to_thread(self.close, False, EXIT_TIMEOUT)
         finally:
             self.ready.set()
@@ -153,7 +155,7 @@ class PoolPlugin(WorkerPlugin):
                                                                self.loop).result()
                 self._replay(definitions, needed)
             except Exception as exc:
-                self.failure = _error_mapping.describe(exc)
+                self.failure = as_pool_error(exc)
                 self.close(False, EXIT_TIMEOUT)
 
     def _replay(self, definitions: list[Definition], upto: int) -> None:
@@ -167,7 +169,7 @@ class PoolPlugin(WorkerPlugin):
         for definition in definitions[self.replayed:upto]:
             if definition["id"] not in self.applied:
                 label = definition["label"]
-                spec, _, args, kwargs = _wire.loads(definition["request"],
+                spec, _, args, kwargs = wire.loads(definition["request"],
                                                     definition["buffers"])
                 outcomes = pool._on_every_worker(_local_target(spec, label), args, kwargs,
                                                  self.init_timeout)
@@ -188,7 +190,7 @@ class PoolPlugin(WorkerPlugin):
         """Close the pool; describes each call it had to give up on."""
         pool, self.pool = self.pool, None
         if self.failure is None:
-            self.failure = _error_mapping.describe(PoolClosedError("the pool is closed"))
+            self.failure = PoolClosedError("the pool is closed")
         if pool is None:
             return []
         with warnings.catch_warnings():
@@ -211,18 +213,15 @@ class PoolPlugin(WorkerPlugin):
         self.running[job] = (target_name, time.monotonic())
         try:
             return work(pool)
-        except InterpRpcError as exc:
-            return "error", _error_mapping.describe(exc)
         except Exception as exc:
-            return "error", {"kind": "other", "type_name": type(exc).__name__,
-                             "message": str(exc)}
+            return "error", as_pool_error(exc)
         finally:
             del self.running[job]
 
     def run(self, job: int, target_name: str, request: bytes, buffers: list[Any],
-            needed: int) -> Outcome:
+            needed: int, collect: bool) -> Outcome:
         def call_or_map(pool: InterpreterPool) -> Outcome:
-            spec, mode, args, kwargs = _wire.loads(request, buffers)
+            spec, mode, args, kwargs = wire.loads(request, buffers)
             target = _local_target(spec, target_name)
             try:
                 if mode == "call":
@@ -234,7 +233,7 @@ class PoolPlugin(WorkerPlugin):
                     # is on, the ids taken meanwhile are this job's.
                     before = int(pool._engine.last_call_id)
                     run = MapRun(pool, target, iterables, timeout=None, chunksize=len(items),
-                                 buffersize=None)
+                                 buffersize=None, errors="collect" if collect else "raise")
                     if self.profiles:
                         for call_id in range(before + 1, int(pool._engine.last_call_id) + 1):
                             self.chunk_jobs[call_id] = job
@@ -245,7 +244,8 @@ class PoolPlugin(WorkerPlugin):
                 # map does.
                 done = [] if exc.partial_results is None or exc.item_index is None \
                     else exc.partial_results[:exc.item_index]
-                return "error", _error_mapping.describe(exc), done
+                exc.partial_results = None  # they travel once, as ``done``
+                return "error", exc, done
 
         return self._serve(job, target_name, needed, call_or_map)
 
@@ -258,13 +258,13 @@ class PoolPlugin(WorkerPlugin):
         every subinterpreter: if the pool remembers it, this process does
         not replay it."""
         def in_each(pool: InterpreterPool) -> Outcome:
-            spec, _, args, kwargs = _wire.loads(request, buffers)
+            spec, _, args, kwargs = wire.loads(request, buffers)
             chosen = list(range(pool.workers)) if subinterpreters is None else subinterpreters
             outcomes = pool._on_every_worker(_local_target(spec, target_name), args, kwargs,
                                              timeout, workers=chosen)
             if run_id is not None:
                 self.applied.add(run_id)
-            return "ok", [(index, ("error", _error_mapping.describe(outcome))
+            return "ok", [(index, ("error", as_pool_error(outcome))
                            if isinstance(outcome, BaseException) else ("ok", outcome))
                           for index, outcome in zip(chosen, outcomes, strict=True)]
 
@@ -318,12 +318,12 @@ class PoolPlugin(WorkerPlugin):
                 "clock": (mono, wall)}
 
 
-def _local_target(spec: _targets.TargetSpec, name: str) -> Any:
+def _local_target(spec: targets.TargetSpec, name: str) -> Any:
     """The target as the caller encoded it: this process's pool sends it on
     unchanged (a function of the caller's notebook travels by value; this
     process's __main__ is dask's, not the caller's). Typed Any: the pool's
     signature lists what users pass, not this internal form."""
-    return _targets.Normalized(spec, name)
+    return targets.Normalized(spec, name)
 
 
 def _replay_failure(index: int, outcome: Any, label: str) -> WorkerInitFailure | None:
@@ -339,7 +339,7 @@ def _replay_failure(index: int, outcome: Any, label: str) -> WorkerInitFailure |
         return WorkerInitFailure(index, timed_out=False, error=None, during=during,
                                  detail=f"{during} failed: {type(outcome).__name__}: {outcome}")
     if isinstance(outcome, dict) and outcome.get("error") is not None:
-        return WorkerInitFailure(index, timed_out=False, during=during, error=_replies.remote_error(
+        return WorkerInitFailure(index, timed_out=False, during=during, error=replies.remote_error(
             outcome["error"], target=label, worker=index))
     return None
 
@@ -350,14 +350,15 @@ def _plugin(worker: Worker, name: str) -> PoolPlugin | None:
 
 
 def run_job(name: str, job: int, target_name: str, request: bytes,
-            buffers: list[Any], needed: int) -> Outcome:
+            buffers: list[Any], needed: int, collect: bool) -> Outcome:
     """The dask task of a call or a map chunk, once this process has the
-    first ``needed`` definitions of the pool."""
+    first ``needed`` definitions of the pool; ``collect``: a chunk's failing
+    items are results (map's ``errors="collect"``)."""
     plugin = _plugin(get_worker(), name)
     if plugin is None:
-        return "error", _error_mapping.describe(PoolClosedError(
-            f"the pool is closed on this dask worker; cannot call {target_name!r}"))
-    return plugin.run(job, target_name, request, buffers, needed)
+        return "error", PoolClosedError(
+            f"the pool is closed on this dask worker; cannot call {target_name!r}")
+    return plugin.run(job, target_name, request, buffers, needed, collect)
 
 
 def run_everywhere(name: str, job: int, target_name: str, request: bytes, buffers: list[Any],
@@ -366,8 +367,8 @@ def run_everywhere(name: str, job: int, target_name: str, request: bytes, buffer
     """The dask task of a call run once in several subinterpreters of one process."""
     plugin = _plugin(get_worker(), name)
     if plugin is None:
-        return "error", _error_mapping.describe(PoolClosedError(
-            f"the pool is closed on this dask worker; cannot call {target_name!r}"))
+        return "error", PoolClosedError(
+            f"the pool is closed on this dask worker; cannot call {target_name!r}")
     return plugin.run_everywhere(job, target_name, request, buffers, needed, subinterpreters,
                                  timeout, run_id)
 

@@ -32,10 +32,10 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from interp_rpc import _profile as model
-from interp_rpc._errors import InterpRpcError
-from interp_rpc._profiling import CONTROL_TIMEOUT, RequestLog
 from interp_rpc.dask._asking import ANSWER_TIMEOUT
+from interp_rpc.errors import InterpRpcError
+from interp_rpc.profiling import model
+from interp_rpc.profiling.recorder import CONTROL_TIMEOUT, RequestLog
 
 if TYPE_CHECKING:
     from interp_rpc.dask._cluster_pool import ClusterPool

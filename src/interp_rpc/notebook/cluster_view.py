@@ -20,8 +20,8 @@ from itertools import groupby
 from time import monotonic
 from typing import TYPE_CHECKING, Any
 
-from interp_rpc._records import WorkerStatus
 from interp_rpc.notebook import live
+from interp_rpc.records import WorkerStatus
 
 if TYPE_CHECKING:
     from interp_rpc.dask import ClusterPool

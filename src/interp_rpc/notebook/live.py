@@ -27,7 +27,7 @@ from collections.abc import Callable
 from time import monotonic_ns
 from typing import Any, Protocol
 
-from interp_rpc._pool import InterpreterPool
+from interp_rpc._pool.pool import InterpreterPool
 
 #: How often the live view is refreshed (at least twice a second).
 REFRESH_SECONDS = 0.25

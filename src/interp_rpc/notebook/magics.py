@@ -39,20 +39,22 @@ from IPython.core.magic import (
 from IPython.core.magic_arguments import argument, kwds, magic_arguments
 from IPython.display import display
 
-from interp_rpc import _render, _replies, _targets
-from interp_rpc._errors import (
+from interp_rpc._pool import replies
+from interp_rpc._pool import targets as _targets
+from interp_rpc._pool.map import MapRun
+from interp_rpc._pool.pool import InterpreterPool
+from interp_rpc.display import errors as error_display
+from interp_rpc.errors import (
     MISSING,
     CallTimeoutError,
     InterpRpcError,
-    ParallelCellError,
     PoolInitError,
     RemoteError,
     WorkerDiedError,
 )
-from interp_rpc._map import MapRun
-from interp_rpc._pool import InterpreterPool
-from interp_rpc._profile import Profile
-from interp_rpc.notebook import cluster_view, live, options, profile, worker_output
+from interp_rpc.notebook import cluster_view, live, options, profile_view, worker_output
+from interp_rpc.notebook.errors import ParallelCellError
+from interp_rpc.profiling.model import Profile
 
 if TYPE_CHECKING:
     from interp_rpc.dask import ClusterPool
@@ -60,7 +62,7 @@ if TYPE_CHECKING:
 #: Either kind of pool the magics run on.
 type Pool = InterpreterPool | ClusterPool
 
-_RUN_CELL = "_interp_rpc_worker.run_cell"  # defined by _worker.py in every worker
+_RUN_CELL = "_interp_rpc_worker.run_cell"  # defined by _worker/main.py in every worker
 
 # After Ctrl-C, how long to wait for the reply of a cell that no worker runs
 # any more (it has just finished; its reply is being handed over).
@@ -299,7 +301,7 @@ class ParallelMagics(Magics):
         unknown = sorted(set(targets) - set(existing))
         if unknown:
             raise UsageError(f"--targets names worker {unknown[0]}, but the pool has "
-                             f"{_render.worker_ranges(existing)}")
+                             f"{error_display.worker_ranges(existing)}")
         # IPython syntax becomes Python, and a syntax error shows once, here.
         # A cell's body starts on the cell's second line: its line numbers
         # are the cell's. IPython's compiler names it, so that tracebacks
@@ -375,7 +377,7 @@ class ParallelMagics(Magics):
         handle.claim()
         handle.release()
         try:
-            outcome: dict[str, Any] = _replies.reply_value(
+            outcome: dict[str, Any] = replies.reply_value(
                 handle.status, handle.reply_kind, handle.reply, handle.worker, _RUN_CELL, (), {})
         except InterpRpcError as exc:
             return exc
@@ -400,13 +402,13 @@ class ParallelMagics(Magics):
         _show_outputs({i: o["stdout"] for i, o in finished.items()}, sys.stdout)
         _show_outputs({i: o["stderr"] for i, o in finished.items()}, sys.stderr)
         if busy:
-            shown = (f"; what {_render.worker_ranges(finished)}, which finished, printed is above"
-                     if finished else "")
-            print(f"Interrupted: {_render.worker_ranges(busy)} still running the cell (it "
+            shown = (f"; what {error_display.worker_ranges(finished)}, which finished, "
+                     "printed is above" if finished else "")
+            print(f"Interrupted: {error_display.worker_ranges(busy)} still running the cell (it "
                   f"cannot be stopped there and will finish on its own){shown}.",
                   file=sys.stderr)
         if not_started:
-            print(f"{_render.worker_ranges(not_started).capitalize()} had not started the "
+            print(f"{error_display.worker_ranges(not_started).capitalize()} had not started the "
                   "cell; it will not run there.", file=sys.stderr)
 
     # --------------------------------------------------------- %parallel_map
@@ -457,9 +459,11 @@ class ParallelMagics(Magics):
         if not isinstance(pool, InterpreterPool):
             with pool.profile(functions=args.profile) as self.last_profile:
                 results = self._map_on_cluster(pool, target, items, args.timeout,
-                                               args.chunksize, args.out)
+                                               args.chunksize, args.errors, args.out)
+            if args.errors == "collect":
+                _report_collected(results)
             if args.profile:
-                profile.show(self.last_profile, functions=True)
+                profile_view.show(self.last_profile, functions=True)
             if args.out:
                 self.shell.user_ns[args.out] = results
                 return None
@@ -489,7 +493,7 @@ class ParallelMagics(Magics):
         if args.errors == "collect":
             _report_collected(results)
         if args.profile:
-            profile.show(self.last_profile, functions=True)
+            profile_view.show(self.last_profile, functions=True)
         if args.out:
             self.shell.user_ns[args.out] = results
             return None
@@ -506,7 +510,7 @@ class ParallelMagics(Magics):
 
     def _map_on_cluster(self, pool: ClusterPool, target: Callable[..., Any] | str,
                         items: list[Any], timeout: float | None, chunksize: int | None,
-                        out: str | None) -> list[Any]:
+                        errors: str, out: str | None) -> list[Any]:
         """%parallel_map on a dask cluster: results read as they arrive, in
         order, with their count shown as progress."""
         progress = cluster_view.Progress(_targets.describe(target), len(items), pool.workers)
@@ -514,7 +518,7 @@ class ParallelMagics(Magics):
         try:
             # Closed at once on an error or Ctrl-C: chunks not started are cancelled.
             with contextlib.closing(pool.map(target, items, timeout=timeout,
-                                             chunksize=chunksize)) as received:
+                                             chunksize=chunksize, errors=errors)) as received:
                 progress.start()
                 for value in received:
                     results.append(value)
@@ -643,10 +647,10 @@ class ParallelMagics(Magics):
             assert self.shell is not None
             self.shell.user_ns[args.out] = last
         if args.export:
-            print(profile.export(last, args.export))
+            print(profile_view.export(last, args.export))
         if args.export or args.out:
             return
-        profile.show(last, functions=args.functions)
+        profile_view.show(last, functions=args.functions)
 
     @staticmethod
     def _run_starts(pool: InterpreterPool) -> tuple[int, int]:
@@ -700,7 +704,7 @@ def _run_on_cluster(pool: ClusterPool, targets: list[int] | None, run_args: tupl
         _show_outputs({i: o["stderr"] for i, o in finished.items()}, sys.stderr)
         busy = run.busy()
         if busy:
-            print(f"Interrupted: {_render.worker_ranges(busy)} still running the cell (it "
+            print(f"Interrupted: {error_display.worker_ranges(busy)} still running the cell (it "
                   "cannot be stopped there and will finish on its own).", file=sys.stderr)
         raise
     # run_cell's outcome is a dict; errors are InterpRpcErrors (or a cancelled call's).
@@ -712,7 +716,7 @@ def _run_on_cluster(pool: ClusterPool, targets: list[int] | None, run_args: tupl
 
 
 def _cell_error(info: dict[str, str], worker: int) -> Exception:
-    return _replies.remote_error(info, target="%%parallel", worker=worker)
+    return replies.remote_error(info, target="%%parallel", worker=worker)
 
 
 def current_pool() -> Pool:

@@ -10,7 +10,7 @@ display updated in place shows what arrived so far, grouped by identical
 output ("[workers 0-3]"); when the cell ends it is emptied, and the grouped
 output is printed for good.
 
-A thread takes the output from the relay (interp_rpc._relay) while the
+A thread takes the output from the relay (relay.py) while the
 cell's main thread waits on the workers; it runs in a copy of the cell's
 context, so that ipykernel sends what it shows to this cell.
 """
@@ -22,9 +22,9 @@ import sys
 import threading
 import uuid
 
-from interp_rpc import _render
-from interp_rpc._pool import InterpreterPool
-from interp_rpc._relay import OutputRelay, Printed
+from interp_rpc._pool.pool import InterpreterPool
+from interp_rpc.display import errors
+from interp_rpc.notebook.relay import OutputRelay, Printed
 
 #: How often the thread looks for new output.
 POLL_SECONDS = 0.05
@@ -33,8 +33,8 @@ POLL_SECONDS = 0.05
 def grouped(texts: dict[int, str]) -> str:
     """Each distinct non-empty text once, headed by the workers that printed it."""
     shown = []
-    for workers, text in _render.group_by_worker({i: t for i, t in texts.items() if t}):
-        shown.append(f"[{_render.worker_ranges(workers)}]\n{text}")
+    for workers, text in errors.group_by_worker({i: t for i, t in texts.items() if t}):
+        shown.append(f"[{errors.worker_ranges(workers)}]\n{text}")
         if not text.endswith("\n"):
             shown.append("\n")
     return "".join(shown)

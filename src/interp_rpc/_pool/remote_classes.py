@@ -1,0 +1,99 @@
+"""Remote exceptions that ``except`` clauses recognize.
+
+A worker's exception crosses as data (its class name, module, message and
+traceback text). When the caller can find the same class under the same
+qualified name (builtins always, other classes when their module is imported
+or importable here), the RemoteError raised for it is also an instance of
+that class: ``except ZeroDivisionError`` catches a remote ZeroDivisionError,
+and ``except RemoteError`` still does too.
+
+The combined class derives from both RemoteError and the original class, and
+is made once per class. Whenever that cannot be done safely (the class is not
+an exception class, its layout or metaclass conflicts, or its constructor
+does not take a single message), a plain RemoteError is raised instead.
+"""
+
+from __future__ import annotations
+
+import builtins
+import importlib
+import sys
+import threading
+from typing import Any
+
+from interp_rpc.errors import InterpRpcError, RemoteError
+
+# The worker names the caller's script __mp_main__ (it imports it under
+# that name); here it is __main__.
+_SCRIPT_MODULES = {"__mp_main__": "__main__"}
+
+# Classes that are never combined: interp-rpc's own, and those whose meaning
+# is about the caller's control flow rather than the remote error.
+_NEVER = (InterpRpcError, KeyboardInterrupt, SystemExit, GeneratorExit, StopIteration,
+          StopAsyncIteration)
+
+_lock = threading.Lock()
+_combined: dict[type[BaseException], type[RemoteError] | None] = {}
+
+
+def resolve_class(module: str, qualname: str) -> type[BaseException] | None:
+    """The caller's class named ``module.qualname``, if it is an exception class."""
+    module = _SCRIPT_MODULES.get(module, module)
+    if module == "builtins":
+        owner: Any = builtins
+    else:
+        owner = sys.modules.get(module)
+        if owner is None:
+            try:
+                owner = importlib.import_module(module)
+            except Exception:  # unimportable here: no class to combine
+                return None
+    value: Any = owner
+    for part in qualname.split("."):
+        value = getattr(value, part, None)
+        if value is None:
+            return None
+    if not isinstance(value, type) or not issubclass(value, BaseException):
+        return None
+    if issubclass(value, _NEVER):
+        return None
+    return value
+
+
+def combined_class(original: type[BaseException]) -> type[RemoteError] | None:
+    """A subclass of RemoteError and ``original``, or None if they do not
+    combine; made once per class."""
+    with _lock:
+        if original not in _combined:
+            _combined[original] = _combine(original)
+        return _combined[original]
+
+
+def _combine(original: type[BaseException]) -> type[RemoteError] | None:
+    namespace = {
+        "__module__": RemoteError.__module__,
+        "__qualname__": f"RemoteError[{original.__qualname__}]",
+        # The message is RemoteError's whatever the original's __str__ does
+        # (KeyError's would quote it).
+        "__str__": RemoteError.__str__,
+        "__repr__": RemoteError.__repr__,
+    }
+    try:
+        return type(f"RemoteError[{original.__name__}]", (RemoteError, original), namespace)
+    except TypeError:  # layout or metaclass conflict
+        return None
+
+
+def remote_error(**fields: Any) -> RemoteError:
+    """A RemoteError for the worker's exception, combined with its class when
+    the caller can resolve it (see the module docstring)."""
+    original = resolve_class(fields["remote_module"], fields.get("remote_qualname") or
+                             fields["remote_type_name"])
+    if original is not None:
+        combined = combined_class(original)
+        if combined is not None:
+            try:
+                return combined(**fields)
+            except Exception:  # the original's __init__ or __new__ disagrees
+                pass
+    return RemoteError(**fields)

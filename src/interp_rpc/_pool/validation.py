@@ -1,0 +1,47 @@
+"""Checks of the options callers pass, with messages that name the option."""
+
+from __future__ import annotations
+
+import math
+
+
+def check_timeout(name: str, value: float | None) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a number of seconds or None, not {type(value).__name__}")
+    if math.isnan(value) or value < 0:
+        raise ValueError(f"{name} must be a non-negative number of seconds, not {value!r}")
+
+
+def check_workers(name: str, value: object) -> int:
+    """A worker count, checked as ThreadPoolExecutor checks max_workers."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    if value <= 0:
+        raise ValueError(f"{name} must be greater than 0")
+    return value
+
+
+def check_chunksize(value: object) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                              or value < 1):
+        raise ValueError(f"chunksize must be a positive int or None, not {value!r}")
+
+
+#: What a map does with a failing item: raise it (and stop), or put its
+#: RemoteError among the results (and go on).
+MAP_ERRORS = ("raise", "collect")
+
+
+def check_errors(value: object) -> None:
+    if value not in MAP_ERRORS:
+        raise ValueError(f"errors must be 'raise' or 'collect', not {value!r}")
+
+
+def check_buffersize(value: object) -> None:
+    """As Executor.map checks it (same messages and exception types)."""
+    if value is not None and not isinstance(value, int):
+        raise TypeError("buffersize must be an integer or None")
+    if value is not None and value < 1:
+        raise ValueError("buffersize must be None or > 0")

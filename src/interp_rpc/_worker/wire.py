@@ -1,0 +1,478 @@
+"""What crosses the interpreter boundary, and how a value that cannot is found.
+
+Both sides run this module: the caller imports it as ``interp_rpc._worker.wire``, and
+every worker loads the same file by path (workers never import the
+``interp_rpc`` package, whose C++ module lives in the main interpreter only).
+It must therefore use nothing but the standard library.
+
+Requests and replies are pickle protocol 5 bytes. Reply kinds tell the caller
+how to read a reply; 0 is success, and the engine adds its own errors
+(``_core.REPLY_ENGINE_ERROR``; the engine's codes are defined in core/codes.hpp).
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+from typing import TYPE_CHECKING
+
+# Every worker runs this module when it starts, so only pickle is imported
+# up front; the modules used on failure paths (traceback, re, pickletools)
+# are imported where they are needed. That keeps tens of milliseconds off
+# the time a pool takes to be ready.
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from typing import Any, SupportsIndex
+
+    Check = Callable[[object], str | None]
+
+PROTOCOL = 5
+
+# Reply kinds (the first element of every reply).
+RETURNED = 0  # reply: the pickled return value (the engine's REPLY_OK)
+RAISED = 1  # reply: pickled describe_exception() of what the target raised
+RESULT_UNSHAREABLE = 2  # reply: pickled Culprit fields of the return value
+TARGET_UNRESOLVED = 3  # reply: pickled {"message", "failed_part"}
+ARGUMENTS_UNLOADABLE = 4  # reply: pickled describe_exception() of the unpickling error
+SETUP_FAILED = 5  # reply: pickled describe_exception() of what init= raised
+
+#: Top-level bytes arguments at least this large cross without being copied:
+#: the worker reads the caller's memory through a read-only memoryview.
+#: Read-only memoryviews always do, and borrow()ed buffers.
+ZERO_COPY_THRESHOLD = 64 * 1024
+
+
+class Borrowed:
+    """A writable buffer lent to the worker without a copy (see ``borrow``)."""
+
+    __slots__ = ("buffer",)
+
+    def __init__(self, buffer: Any) -> None:
+        self.buffer = buffer
+
+    def __reduce_ex__(self, protocol: SupportsIndex) -> Any:
+        raise TypeError("interp_rpc.borrow() lends a top-level argument (or map item) only; "
+                        "inside another value it cannot cross")
+
+    def __repr__(self) -> str:
+        return f"borrow({self.buffer!r})"
+
+
+def borrow(buffer: Any) -> Borrowed:
+    """Lend a writable buffer (a bytearray, a writable memoryview, an array)
+    to the worker without copying it.
+
+    By default a writable buffer is snapshotted when the call is made, so the
+    worker sees the bytes that were passed whatever the caller does next.
+    ``pool.call(target, borrow(buf))`` skips that copy: the worker reads
+    ``buf``'s memory while the call runs, and the caller must not change it
+    until the call has finished. Only top-level arguments and map items can
+    be borrowed, and only C-contiguous buffers.
+    """
+    with memoryview(buffer) as view:
+        if not view.c_contiguous:
+            raise ValueError("borrow() needs a C-contiguous buffer; this one is strided "
+                             "(pass it without borrow() to send a copy)")
+    return Borrowed(buffer)
+
+
+class UnshareableBuffer(Exception):
+    """A top-level buffer argument that cannot cross; the message says why."""
+
+
+# The types whose top-level values encode_request treats specially.
+_BUFFER_TYPES = frozenset({bytes, bytearray, memoryview, Borrowed})
+
+
+def dumps(value: object) -> bytes:
+    return pickle.dumps(value, protocol=PROTOCOL)
+
+
+class _ViewsAsBytes(pickle.Pickler):
+    """Pickles memoryviews (which pickle refuses) as bytes."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        if type(obj) is memoryview:
+            return bytes, (obj.tobytes(),)
+        return NotImplemented
+
+
+def dumps_result(value: object) -> bytes:
+    """A worker's return value as bytes. A memoryview in it (often a view of a
+    zero-copy argument, returned as is) crosses as bytes; the slower pickler
+    that does this only runs when plain pickling failed."""
+    try:
+        return dumps(value)
+    except Exception:
+        buffer = io.BytesIO()
+        _ViewsAsBytes(buffer, protocol=PROTOCOL).dump(value)
+        return buffer.getvalue()
+
+
+def result_failure(value: object) -> str | None:
+    """Like pickle_failure, for return values (where memoryviews are fine)."""
+    try:
+        dumps_result(value)
+    except Exception as exc:
+        return str(exc) or type(exc).__name__
+    return None
+
+
+class _View:
+    """A memoryview argument on its way: its bytes out of band, and how the
+    worker casts them back to the same format and shape."""
+
+    __slots__ = ("buffer", "format", "shape")
+
+    def __init__(self, buffer: pickle.PickleBuffer, format: str, shape: tuple[int, ...]) -> None:
+        self.buffer = buffer
+        self.format = format
+        self.shape = shape
+
+    def __reduce_ex__(self, protocol: SupportsIndex) -> Any:
+        # Builtins as the rebuilding callables: the worker needs no import.
+        return memoryview.cast, (_AsView(self.buffer), self.format, self.shape)
+
+
+class _AsView:
+    """An out-of-band buffer, loaded as a memoryview whatever object the
+    loader was given for it (the engine gives memoryviews; other transports
+    may give bytes)."""
+
+    __slots__ = ("buffer",)
+
+    def __init__(self, buffer: pickle.PickleBuffer) -> None:
+        self.buffer = buffer
+
+    def __reduce_ex__(self, protocol: SupportsIndex) -> Any:
+        return memoryview, (self.buffer,)
+
+
+def _castable(view: memoryview) -> str | None:
+    """Why ``view`` cannot be rebuilt in the worker by memoryview.cast, or None."""
+    if view.format == "B" and view.ndim == 1:
+        return None
+    try:
+        # The format is only known at run time; typeshed lists the literals.
+        memoryview(b"\0" * view.itemsize).cast(view.format)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return (f"a memoryview of format {view.format!r} cannot be rebuilt in the worker "
+                "(memoryview.cast accepts native single-character formats only); pass "
+                "view.cast('B') for its raw bytes, or bytes(view)")
+    return None
+
+
+def _view(view: memoryview, *, copy: bool) -> _View:
+    problem = _castable(view)
+    if problem is not None:
+        raise UnshareableBuffer(problem)
+    if copy or not view.c_contiguous:
+        # tobytes() is the C-order copy of any view, strided or not.
+        data: Any = view.tobytes()
+    else:
+        data = view
+    return _View(pickle.PickleBuffer(data), view.format, view.shape or ())
+
+
+def _crossing(value: Any) -> Any:
+    """A top-level argument as it crosses: buffers keep their format and shape;
+    writable ones are snapshotted unless borrowed; large bytes are not copied."""
+    kind = type(value)
+    if kind is bytes:
+        return pickle.PickleBuffer(value) if len(value) >= ZERO_COPY_THRESHOLD else value
+    if kind is bytearray:
+        if len(value) < ZERO_COPY_THRESHOLD:
+            return value  # pickled in band: a copy, arriving as a bytearray
+        # A snapshot that arrives as a bytearray too (the worker copies it out).
+        return _Snapshot(pickle.PickleBuffer(bytes(value)))
+    if kind is memoryview:
+        return _view(value, copy=not value.readonly)
+    if kind is Borrowed:
+        with memoryview(value.buffer) as borrowed:
+            if not borrowed.c_contiguous:
+                raise UnshareableBuffer("a borrowed buffer must be C-contiguous")
+            return _View(pickle.PickleBuffer(value.buffer), borrowed.format,
+                         borrowed.shape or ())
+    return value
+
+
+class _Snapshot:
+    """A large bytearray's copy, rebuilt as a bytearray in the worker."""
+
+    __slots__ = ("buffer",)
+
+    def __init__(self, buffer: pickle.PickleBuffer) -> None:
+        self.buffer = buffer
+
+    def __reduce_ex__(self, protocol: SupportsIndex) -> Any:
+        return bytearray, (self.buffer,)
+
+
+def _crossing_all(values: tuple[Any, ...] | list[Any]) -> Any:
+    # Costs one C-level pass over the types when no value is a buffer, the
+    # common case (cheaper than pickling the values).
+    if _BUFFER_TYPES.isdisjoint(map(type, values)):
+        return values
+    return type(values)(_crossing(v) for v in values)
+
+
+def encode_request(
+    spec: tuple[str | bytes, ...], mode: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[bytes, list[pickle.PickleBuffer]]:
+    """The request bytes, and the buffers that cross out of band (not copied).
+
+    For a map chunk (mode "chunk"/"starchunk"), args is (items, hooks), or
+    (items,) when the chunk asks nothing of its items besides running them
+    (hooks, see MapRun), and the items are the top-level values. Raises
+    UnshareableBuffer for a buffer argument that cannot cross, or pickle's
+    own error.
+    """
+    if mode == "call":
+        args = _crossing_all(args)
+        if kwargs and not _BUFFER_TYPES.isdisjoint(map(type, kwargs.values())):
+            kwargs = {k: _crossing(v) for k, v in kwargs.items()}
+    else:
+        args = (_crossing_all(args[0]), *args[1:])
+    buffers: list[pickle.PickleBuffer] = []
+    data = pickle.dumps((spec, mode, args, kwargs), protocol=PROTOCOL,
+                        buffer_callback=buffers.append)
+    return data, buffers
+
+
+def is_buffer_argument(value: object) -> bool:
+    """Whether a top-level argument crosses as a buffer (see _crossing)."""
+    return type(value) in _BUFFER_TYPES
+
+
+def buffer_problem(value: object) -> str | None:
+    """Why a top-level argument that is a buffer cannot cross, or None."""
+    try:
+        _crossing(value)
+    except UnshareableBuffer as exc:
+        return str(exc)
+    return None
+
+
+def _format_exception(exc: BaseException) -> list[str]:
+    import traceback
+
+    return traceback.format_exception(exc)
+
+
+def describe_exception(exc: BaseException, skip_frames: int = 0) -> dict[str, str]:
+    """An exception as plain strings: type, module, message and full traceback.
+
+    The traceback text includes chained causes and ``__notes__``, exactly as
+    the interpreter would print it. ``skip_frames`` drops that many outermost
+    frames (interp-rpc's own, which only show how the call was made).
+    """
+    tb = exc.__traceback__
+    for _ in range(skip_frames):
+        if tb is None or tb.tb_next is None:
+            break
+        tb = tb.tb_next
+    exc = exc.with_traceback(tb)
+    cls = type(exc)
+    return {
+        "type_name": cls.__name__,
+        "qualname": cls.__qualname__,
+        "module": cls.__module__,
+        "message": str(exc),
+        "traceback": "".join(_format_exception(exc)),
+    }
+
+
+# --------------------------------------------------------------------------
+# Finding the value that cannot cross.
+#
+# Only called after pickling the whole payload failed, so the happy path never
+# pays for it. The walk visits children in the order pickle does and
+# descends into the first child that fails on its own, so the value reported
+# is the innermost real culprit, not a container that merely holds it.
+
+
+# How many siblings a level of the culprit's tree lists (for display).
+_TREE_WIDTH = 12
+
+
+class Culprit:
+    """Where the walk found a value that cannot cross, and why.
+
+    ``levels`` describes the way down for displays: for each container on the
+    path, its type name, the path segments of (up to 12 of) its children, and
+    the position of the one that leads to the culprit.
+    """
+
+    def __init__(self, path: str, value_type: str, reason: str,
+                 levels: list[tuple[str, list[str], int]] | None = None) -> None:
+        self.path = path
+        self.value_type = value_type
+        self.reason = reason
+        self.levels = levels or []
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "value_type": self.value_type, "reason": self.reason,
+                "levels": self.levels}
+
+
+
+
+def pickle_failure(value: object) -> str | None:
+    """Pickle's own message if ``value`` cannot be pickled, else None."""
+    try:
+        pickle.dumps(value, protocol=PROTOCOL)
+    except Exception as exc:
+        return str(exc) or type(exc).__name__
+    return None
+
+
+def children(value: object) -> Iterator[tuple[str, object]]:
+    """The parts of ``value`` that pickle would save, in its order, with the
+    path segment that names each."""
+    if isinstance(value, dict):
+        for index, (key, item) in enumerate(value.items()):
+            yield f"<key #{index}>", key
+            yield f"[{key!r}]", item
+        return
+    if isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            yield f"[{index}]", item
+        return
+    if isinstance(value, set | frozenset):
+        for index, item in enumerate(value):
+            yield f"<element #{index}>", item
+        return
+    if isinstance(value, str | bytes | bytearray | int | float | complex | bool | type(None)):
+        return
+    yield from _reduced_children(value)
+
+
+def _reduced_children(value: object) -> Iterator[tuple[str, object]]:
+    try:
+        reduced = value.__reduce_ex__(PROTOCOL)
+    except Exception:
+        return
+    if not isinstance(reduced, tuple):
+        return
+    parts = list(reduced) + [None] * (6 - len(reduced))
+    _, args, state, list_items, dict_items = parts[:5]
+    if isinstance(args, tuple):
+        # copyreg.__newobj__ takes the class first: not part of the value.
+        first = 1 if args and isinstance(args[0], type) else 0
+        for index, arg in enumerate(args[first:], start=first):
+            yield f"<constructor argument #{index}>", arg
+    if isinstance(state, tuple) and len(state) == 2:
+        # (instance __dict__, __slots__ values)
+        for part in state:
+            if isinstance(part, dict):
+                for name, item in part.items():
+                    yield f".{name}", item
+    elif isinstance(state, dict):
+        for name, item in state.items():
+            yield f".{name}", item
+    elif state is not None:
+        yield "<state>", state
+    if list_items is not None:
+        for index, item in enumerate(list_items):
+            yield f"[{index}]", item
+    if dict_items is not None:
+        for key, item in dict_items:
+            yield f"[{key!r}]", item
+
+
+def find_culprit(value: object, path: str, check: Check = pickle_failure) -> Culprit | None:
+    """The innermost part of ``value`` that fails ``check``, or None."""
+    reason = check(value)
+    if reason is None:
+        return None
+    levels: list[tuple[str, list[str], int]] = []
+    return _descend(value, path, reason, check, set(), levels)
+
+
+def _descend(value: object, path: str, reason: str, check: Check, seen: set[int],
+             levels: list[tuple[str, list[str], int]]) -> Culprit:
+    seen.add(id(value))  # cycles: a value already on the way down is not a culprit again
+    segments: list[str] = []
+    for segment, child in children(value):
+        segments.append(segment)
+        if id(child) in seen:
+            continue
+        child_reason = check(child)
+        if child_reason is not None:
+            # Dict keys are listed only when a key is the culprit.
+            shown = [s for s in segments[:-1] if not s.startswith("<key #")] + [segment]
+            shown = shown[-_TREE_WIDTH:]
+            levels.append((type(value).__name__, shown, len(shown) - 1))
+            return _descend(child, path + segment, child_reason, check, seen, levels)
+    return Culprit(path, type(value).__name__, reason, levels)
+
+
+# --------------------------------------------------------------------------
+# Classes the worker cannot import.
+#
+# Pickle saves classes and functions by reference (module + qualified name).
+# A reference to something the worker cannot import pickles fine here and
+# fails when the worker loads it; the worker's error names what it could not
+# find, and these helpers find where in the arguments it was used.
+
+# How unpickling words "this name is not there", as (pattern, group of the
+# module, group of the qualified name). Python 3.14 says "module 'm' has no
+# attribute 'Name'" and "Can't resolve path 'A.B' on module 'm'"; earlier
+# versions said "Can't get attribute 'Name' on <module 'm' ...>".
+_MISSING_ATTRIBUTE = (
+    (r"^module '([^']+)' has no attribute '([^']+)'", 1, 2),
+    (r"Can't resolve path '([^']+)' on module '([^']+)'", 2, 1),
+    (r"Can't get attribute '([^']+)' on <module '([^']+)'", 2, 1),
+)
+_MISSING_MODULE = r"No module named '([^']+)'"
+
+
+def unresolvable_reference(message: str) -> tuple[str, str | None] | None:
+    """(module, qualified name or None) that a worker's unpickling error names."""
+    import re
+
+    for pattern, module_group, name_group in _MISSING_ATTRIBUTE:
+        match = re.search(pattern, message)
+        if match:
+            return match.group(module_group), match.group(name_group)
+    missing = re.search(_MISSING_MODULE, message)
+    if missing:
+        return missing.group(1), None
+    return None
+
+
+def references(value: object) -> set[tuple[str, str]]:
+    """Every (module, qualified name) global the pickle of ``value`` refers to."""
+    try:
+        data = pickle.dumps(value, protocol=PROTOCOL)
+    except Exception:
+        return set()
+    found: set[tuple[str, str]] = set()
+    strings: list[str] = []
+    import pickletools
+
+    for opcode, arg, _ in pickletools.genops(data):
+        if isinstance(arg, str):
+            strings.append(arg)
+        if opcode.name == "GLOBAL" and isinstance(arg, str):
+            module, _, name = arg.partition(" ")
+            found.add((module, name))
+        elif opcode.name == "STACK_GLOBAL" and len(strings) >= 2:
+            found.add((strings[-2], strings[-1]))
+    return found
+
+
+def refers_to(module: str, qualname: str | None) -> Check:
+    """A check that fails values whose pickle refers to module[.qualname]."""
+
+    def check(value: object) -> str | None:
+        for ref_module, ref_name in references(value):
+            if ref_module == module and (qualname is None or ref_name == qualname):
+                return ref_name
+        return None
+
+    return check
+
+
+def loads(data: bytes | memoryview, buffers: list[Any] | None = None) -> Any:
+    return pickle.loads(data, buffers=buffers)

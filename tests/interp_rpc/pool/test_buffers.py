@@ -1,0 +1,144 @@
+"""Buffers keep their meaning across the boundary.
+
+A memoryview arrives with its format, item size and shape; strided views are
+copied; writable buffers are snapshotted unless lent with borrow(); large
+bytes are not copied; and a view left in cyclic garbage is not mistaken for
+one the target kept.
+"""
+
+from __future__ import annotations
+
+import warnings
+from array import array
+
+import pytest
+from support import Gates, MakePool
+
+from interp_rpc import InterpreterPool, ShareabilityError, borrow
+from interp_rpc._worker.wire import ZERO_COPY_THRESHOLD
+
+
+def test_a_double_view_arrives_as_doubles(module_pool: InterpreterPool) -> None:
+    view = memoryview(array("d", [1.0, 2.0]))
+    assert module_pool.call("buffertasks.total", view) == 3.0
+    assert module_pool.call("buffertasks.describe", view) == (
+        "memoryview", "d", 8, (2,), True, [1.0, 2.0])
+
+
+@pytest.mark.parametrize("typecode", ["b", "B", "h", "i", "l", "q", "f", "d"])
+def test_every_native_format_keeps_its_values(module_pool: InterpreterPool,
+                                              typecode: str) -> None:
+    values = [1, 2, 3, 120]
+    data = array(typecode, values)
+    kind, fmt, itemsize, shape, _, arrived = module_pool.call(
+        "buffertasks.describe", memoryview(data).toreadonly())
+    assert (kind, fmt, itemsize, shape) == ("memoryview", typecode, data.itemsize, (4,))
+    assert arrived == data.tolist()
+
+
+def test_a_multidimensional_view_keeps_its_shape(module_pool: InterpreterPool) -> None:
+    view = memoryview(array("i", range(6))).cast("B").cast("i", [2, 3])
+    assert module_pool.call("buffertasks.describe", view)[3:] == (
+        (2, 3), True, [[0, 1, 2], [3, 4, 5]])
+
+
+def test_a_strided_view_is_copied_in_order(module_pool: InterpreterPool) -> None:
+    view = memoryview(array("d", [0.0, 1.0, 2.0, 3.0, 4.0]))[::2]
+    assert not view.c_contiguous
+    assert module_pool.call("buffertasks.describe", view)[5] == [0.0, 2.0, 4.0]
+
+
+def test_a_fortran_ordered_view_is_copied_in_order(module_pool: InterpreterPool) -> None:
+    numpy = pytest.importorskip("numpy")  # in the caller only: workers never import it
+    square = memoryview(numpy.asfortranarray(numpy.arange(6, dtype=numpy.float64)
+                                             .reshape(2, 3)))
+    assert square.f_contiguous and not square.c_contiguous
+    assert module_pool.call("buffertasks.describe", square)[1:] == (
+        "d", 8, (2, 3), True, [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]])
+
+
+def test_a_map_item_view_keeps_its_format(module_pool: InterpreterPool) -> None:
+    views = [memoryview(array("d", [i, 0.5])) for i in range(5)]
+    assert list(module_pool.map("buffertasks.total", views)) == [i + 0.5 for i in range(5)]
+
+
+def test_a_view_of_an_unsupported_format_is_refused_by_name(
+        module_pool: InterpreterPool) -> None:
+    # A format memoryview.cast cannot produce, as numpy's structured arrays have.
+    import ctypes
+
+    class Pair(ctypes.Structure):
+        _fields_ = [("a", ctypes.c_int), ("b", ctypes.c_double)]
+
+    view = memoryview((Pair * 2)())
+    with pytest.raises(ShareabilityError) as info:
+        module_pool.call("buffertasks.total", view)
+    err = info.value
+    assert err.argument_path == "argument 'view'"
+    assert err.value_type == "memoryview"
+    assert "cannot be rebuilt in the worker" in err.reason
+
+
+def test_bytearray_is_snapshotted_when_the_call_is_made(pool: InterpreterPool,
+                                                        gates: Gates) -> None:
+    gate = gates.new()
+    data = bytearray(b"abcd" * (ZERO_COPY_THRESHOLD // 2))  # large: not copied before
+    future = pool.submit("buffertasks.head_when_open", data, gate.started, gate.gate)
+    gate.wait_started()
+    data[:4] = b"XXXX"
+    gate.release()
+    assert future.result(timeout=60) == ("bytearray", b"abcd")
+
+
+def test_a_writable_memoryview_is_snapshotted(pool: InterpreterPool, gates: Gates) -> None:
+    gate = gates.new()
+    data = bytearray(b"abcd" * 16)
+    future = pool.submit("buffertasks.head_when_open", memoryview(data), gate.started,
+                         gate.gate)
+    gate.wait_started()
+    data[:4] = b"XXXX"
+    gate.release()
+    assert future.result(timeout=60) == ("memoryview", b"abcd")
+
+
+def test_borrow_lends_a_writable_buffer_without_a_copy(pool: InterpreterPool,
+                                                       gates: Gates) -> None:
+    gate = gates.new()
+    data = bytearray(b"abcd" * 16)
+    future = pool.submit("buffertasks.head_when_open", borrow(data), gate.started, gate.gate)
+    gate.wait_started()
+    data[:4] = b"XXXX"  # the caller broke its promise: the worker sees it
+    gate.release()
+    assert future.result(timeout=60) == ("memoryview", b"XXXX")
+    assert pool.call("buffertasks.owner_type", borrow(data)) == "BufferLease"
+    assert pool.call("buffertasks.total", borrow(array("d", [1.5, 2.5]))) == 4.0
+
+
+def test_borrow_refuses_what_it_cannot_lend(module_pool: InterpreterPool) -> None:
+    with pytest.raises(ValueError, match="C-contiguous"):
+        borrow(memoryview(bytearray(8))[::2])
+    with pytest.raises(TypeError):
+        borrow(12)  # type: ignore[arg-type]
+    with pytest.raises(ShareabilityError) as info:
+        module_pool.call("pooltasks.identity", {"nested": borrow(bytearray(4))})
+    assert "top-level argument" in info.value.reason
+
+
+def test_large_bytes_and_read_only_views_are_not_copied(module_pool: InterpreterPool) -> None:
+    large = b"x" * ZERO_COPY_THRESHOLD
+    assert module_pool.call("buffertasks.owner_type", large) == "BufferLease"
+    assert module_pool.call("buffertasks.owner_type", memoryview(b"abc")) == "BufferLease"
+
+
+def test_a_view_left_in_cyclic_garbage_is_not_retained(module_pool: InterpreterPool) -> None:
+    data = b"y" * ZERO_COPY_THRESHOLD
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert module_pool.call("buffertasks.keep_in_a_cycle", data) == len(data)
+    assert not [w for w in caught if "kept a view" in str(w.message)]
+
+
+def test_a_view_kept_for_good_still_warns(make_pool: MakePool) -> None:
+    pool = make_pool(workers=1)
+    with pytest.warns(RuntimeWarning, match="kept a view"):
+        pool.call("buffertasks.keep_for_good", b"z" * ZERO_COPY_THRESHOLD)
