@@ -1,6 +1,6 @@
 """bench/profile_bench.py works: its tables, verdicts and, with callgrind, its
 instruction count. No overhead is asserted: this proves the instrument, not
-the numbers (issue 12's 2 % is judged from a real run, in the README)."""
+the numbers (the overhead is judged from real runs, in bench/results/history/)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import sys
 import threading
-import time
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor, Future
@@ -19,17 +18,15 @@ from typing import Any, Self
 from interp_rpc._pool import exit_policy, replies, targets
 from interp_rpc._pool.encoding import EncodedCall, encode_call
 from interp_rpc._pool.engine import WORKER_SOURCE, _core, require_engine
+from interp_rpc._pool.everywhere import EverywhereRun
 from interp_rpc._pool.futures import CallFuture
 from interp_rpc._pool.map import MapIterator, MapRun
-from interp_rpc._pool.validation import check_timeout, check_workers
+from interp_rpc._pool.validation import check_init, check_timeout, check_workers
 from interp_rpc._worker import wire
 from interp_rpc.errors import (
     CallTimeoutError,
-    InterpRpcError,
-    PoolBrokenError,
     PoolClosedError,
     PoolInitError,
-    WorkerDiedError,
     WorkerInitFailure,
 )
 from interp_rpc.profiling.recorder import ProfileRecorder, ProfileSession
@@ -52,15 +49,9 @@ class InterpreterPool(Executor):
             workers = check_workers("max_workers", max_workers)
         else:
             check_workers("workers", workers)
-        if init is not None and not isinstance(init, str):
-            raise TypeError(f"init must be source code (a str) or None, not {type(init).__name__}")
+        check_init(init)
         check_timeout("init_timeout", init_timeout)
         require_engine()
-        if init is not None:
-            try:
-                compile(init, "<init>", "exec")
-            except SyntaxError as exc:
-                raise ValueError(f"init is not valid Python: {exc}") from exc
         self._lock = threading.Lock()
         self._closed = False
         self._profiling = ProfileRecorder()
@@ -154,42 +145,16 @@ class InterpreterPool(Executor):
                       buffersize=None, on_dispatched=on_dispatched, errors=errors,
                       output=output).collect()
 
-    def _on_every_worker(self, target: object, args: tuple[Any, ...] = (),
-                         kwargs: dict[str, Any] | None = None, timeout: float | None = None,
-                         workers: Sequence[int] | None = None) -> list[Any | BaseException]:
-        """Run ``target`` once in each worker (or each of ``workers``), for
-        notebook cells that define things everywhere. One entry per worker:
-        its result, or the error it stands for. ``timeout`` is a deadline for
-        all of them."""
-        kwargs = kwargs or {}
-        deadline = None if timeout is None else time.monotonic() + timeout
-        handles: list[_core.CallHandle | BaseException] = []
-        for index in range(self.workers) if workers is None else workers:
-            try:
-                handles.append(self._dispatch(target, args, kwargs, worker=index))
-            except PoolBrokenError:
-                handles.append(WorkerDiedError(targets.describe(target),
-                                               f"worker {index} is dead"))
-        outcomes: list[Any | BaseException] = []
-        for handle in handles:
-            if isinstance(handle, BaseException):
-                outcomes.append(handle)
-                continue
-            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if not handle.wait(remaining):
-                assert timeout is not None
-                busy, seconds = self._busy_worker(handle.id)
-                outcomes.append(CallTimeoutError(targets.describe(target), timeout,
-                                                 worker=busy, running_seconds=seconds))
-                continue
-            handle.claim()
-            handle.release()
-            try:
-                outcomes.append(replies.reply_value(handle.status, handle.reply_kind, handle.reply,
-                                                  handle.worker, target, args, kwargs))
-            except InterpRpcError as exc:
-                outcomes.append(exc)
-        return outcomes
+    def run_everywhere(self, target: Callable[..., Any] | str, args: tuple[Any, ...] = (),
+                       kwargs: dict[str, Any] | None = None, *, timeout: float | None = None,
+                       workers: Sequence[int] | None = None) -> EverywhereRun:
+        """Send ``target(*args, **kwargs)`` once to each worker (or each of
+        ``workers``), for code that defines things everywhere, as %%parallel
+        does. ``wait()`` on the run gives each worker's result or the error it
+        stands for; ``timeout`` is a deadline for all of them."""
+        check_timeout("timeout", timeout)
+        chosen = range(self.workers) if workers is None else workers
+        return EverywhereRun(self, target, args, kwargs or {}, timeout, chosen)
 
     # -------------------------------------------------------------- lifecycle
 

@@ -14,6 +14,19 @@ def check_timeout(name: str, value: float | None) -> None:
         raise ValueError(f"{name} must be a non-negative number of seconds, not {value!r}")
 
 
+def check_init(init: object) -> None:
+    """``init=``: source code every worker runs once, checked before any
+    worker starts."""
+    if init is None:
+        return
+    if not isinstance(init, str):
+        raise TypeError(f"init must be source code (a str) or None, not {type(init).__name__}")
+    try:
+        compile(init, "<init>", "exec")
+    except SyntaxError as exc:
+        raise ValueError(f"init is not valid Python: {exc}") from exc
+
+
 def check_workers(name: str, value: object) -> int:
     """A worker count, checked as ThreadPoolExecutor checks max_workers."""
     if isinstance(value, bool) or not isinstance(value, int):

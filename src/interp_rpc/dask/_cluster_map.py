@@ -39,7 +39,8 @@ from interp_rpc.dask import _chunking
 from interp_rpc.errors import RemoteError
 
 if TYPE_CHECKING:
-    from interp_rpc.dask._cluster_pool import ClusterPool, _Job
+    from interp_rpc.dask._cluster_pool import ClusterPool
+    from interp_rpc.dask._jobs import Job
 
 
 class ClusterMapRun:
@@ -63,8 +64,8 @@ class ClusterMapRun:
         self._buffersize = buffersize
         self._collect = errors == "collect"
         self._lock = threading.Lock()
-        self._jobs: collections.deque[_Job] = collections.deque()  # in order, until yielded
-        self._held: collections.deque[_Job] = collections.deque()  # encoded, not sent yet
+        self._jobs: collections.deque[Job] = collections.deque()  # in order, until yielded
+        self._held: collections.deque[Job] = collections.deque()  # encoded, not sent yet
         self._sent_in_flight = 0  # chunks sent and not finished
         self._sending = False  # a thread is in _send_held's loop
         self._long_chunks = False  # one took QUEUE_AHEAD_LIMIT_S or more
@@ -103,7 +104,7 @@ class ClusterMapRun:
                 self._cancel()
                 raise
 
-    def _chunk(self, items: list[Any], start: int) -> _Job:
+    def _chunk(self, items: list[Any], start: int) -> Job:
         request = encode_call(self._fn, (items,), {}, mode=self._mode, item_index=start,
                               normalized=self._normalized)
         return self._pool._new_job(request, item_offset=start, item_count=len(items),
@@ -147,7 +148,7 @@ class ClusterMapRun:
                 self._sending = False
             raise
 
-    def _chunk_finished(self, job: _Job, _: object) -> None:
+    def _chunk_finished(self, job: Job, _: object) -> None:
         took = time.monotonic() - job.dispatched
         with self._lock:
             self._sent_in_flight -= 1

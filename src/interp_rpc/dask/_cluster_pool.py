@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import atexit
 import concurrent.futures
 import contextlib
 import itertools
@@ -11,17 +10,18 @@ import threading
 import time
 import uuid
 import warnings
-import weakref
 from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import CancelledError, Executor, Future
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any, Self
 
 from interp_rpc._pool.encoding import EncodedCall, encode_call
-from interp_rpc._pool.exit_policy import EXIT_TIMEOUT
-from interp_rpc._pool.validation import check_timeout
+from interp_rpc._pool.validation import check_init, check_timeout
 from interp_rpc.dask import _asking, _cluster_map, _profiling
 from interp_rpc.dask._asking import ANSWER_TIMEOUT
+from interp_rpc.dask._connect import connect
+from interp_rpc.dask._jobs import EverywhereRun, Job
+from interp_rpc.dask._open_pools import open_pools, register_exit_handler
 from interp_rpc.dask._placement import ClusterWorker, Placement, Process
 from interp_rpc.dask._relayed_errors import relayed, relayed_init_failure
 from interp_rpc.errors import (
@@ -57,204 +57,6 @@ def _check_count(name: str, value: int | None, minimum: int) -> None:
         raise TypeError(f"{name} must be an int or None, not {type(value).__name__}")
     if value < minimum:
         raise ValueError(f"{name} must be at least {minimum}, not {value}")
-
-
-class _Job:
-    """One call or map chunk (or, for %%parallel, one call in every
-    subinterpreter of one process), and the dask task currently running it."""
-
-    def __init__(self, ident: int, request: EncodedCall, item_offset: int,
-                 retries: int, *, item_count: int = 1, collect: bool = False,
-                 pinned: Process | None = None,
-                 everywhere: tuple[list[int] | None, float | None, str | None] | None = None
-                 ) -> None:
-        self.id = ident
-        self.request = request
-        self.item_offset = item_offset
-        self.item_count = item_count
-        # A map chunk whose failing items are collected among its results.
-        self.collect = collect
-        self.retries_left = retries
-        # A job for one process only (never run again elsewhere), and what
-        # run_everywhere needs: (subinterpreters, timeout, run id).
-        self.pinned = pinned
-        self.everywhere = everywhere
-        self.future = _JobFuture(self)
-        self.process: Process | None = None
-        self.task: distributed.Future | None = None
-        self.dispatched = 0.0  # monotonic
-        # A map chunk whose item failed: the results of the items before it.
-        self.partial: list[Any] = []
-        self.lock = threading.Lock()
-
-    def settle(self, value: Any = None, error: BaseException | None = None) -> bool:
-        """Give the job its outcome, once; False if it already had one."""
-        with self.lock:
-            if self.future.done():
-                return False
-            if isinstance(error, CancelledError):
-                self.future.cancel_now()
-            elif error is not None:
-                self.future.set_exception(error)
-            else:
-                self.future.set_result(value)
-            return True
-
-
-class _JobFuture(Future[Any]):
-    """The caller's Future of a job. cancel() withdraws a call that has not
-    started; a call already running in a subinterpreter runs to its end, but
-    the future is cancelled either way, as dask cancels."""
-
-    def __init__(self, job: _Job) -> None:
-        super().__init__()
-        self._job = job
-
-    def cancel_now(self) -> None:
-        super().cancel()
-        # As executors do: concurrent.futures.wait() counts a cancelled
-        # future as done only once its waiters were told.
-        self.set_running_or_notify_cancel()
-
-    def cancel(self) -> bool:
-        if self.done():
-            return False
-        # Detached first: dask settles a task it cancels through the same
-        # callback as a finished one, which must not win the race.
-        task, self._job.task = self._job.task, None
-        cancelled = self._job.settle(error=CancelledError())
-        if task is not None:
-            task.cancel(reason="interp-rpc-cancel")
-        return cancelled
-
-
-class EverywhereRun:
-    """One call sent to several subinterpreters of each of several processes."""
-
-    def __init__(self, pool: ClusterPool, request: EncodedCall, run_id: str | None,
-                 jobs: dict[Process, _Job], timeout: float | None) -> None:
-        self.name = request.name
-        self.request = request
-        self.run_id = run_id  # None: run on chosen subinterpreters only
-        self.jobs = jobs
-        self.timeout = timeout
-        self.started = time.monotonic()
-        self._pool = pool
-
-    def remember(self, label: str) -> None:
-        """Replay this call, in order after those remembered before it, in
-        every process that joins the cluster later, after its init= and
-        before it takes a call. For a run that succeeded in every
-        subinterpreter (the caller judges), and was sent to all of them: a
-        run on chosen subinterpreters cannot be replayed. ``label`` names it
-        if its replay fails, e.g. "the %%parallel cell In[4]"."""
-        if self.run_id is None:
-            raise ValueError("a run on chosen subinterpreters is not replayed elsewhere")
-        self._pool._remember(self.run_id, label, self.request)
-
-    def wait(self) -> dict[ClusterWorker, Any | BaseException]:
-        """Every subinterpreter's outcome once all have one; a process that
-        does not answer within ``timeout`` (plus the time one answer takes)
-        counts as still running it."""
-        backstop = None if self.timeout is None else \
-            max(0.0, self.started + self.timeout + ANSWER_TIMEOUT - time.monotonic())
-        concurrent.futures.wait([job.future for job in self.jobs.values()], timeout=backstop)
-        return self.outcomes()
-
-    def outcomes(self, finished_only: bool = False) -> dict[ClusterWorker, Any | BaseException]:
-        """Outcomes so far, in worker order; unless ``finished_only``, those
-        of processes still running count as timed out."""
-        found: dict[ClusterWorker, Any | BaseException] = {}
-        for process, job in self.jobs.items():
-            assert job.everywhere is not None
-            chosen = job.everywhere[0] or []
-            if not job.future.done():
-                if not finished_only:
-                    found.update((process.worker(i), CallTimeoutError(
-                        self.name, self.timeout or 0.0, worker=process.worker(i)))
-                        for i in chosen)
-                continue
-            error = None if job.future.cancelled() else job.future.exception()
-            if job.future.cancelled() or error is not None:
-                found.update((process.worker(i), error or CancelledError()) for i in chosen)
-                continue
-            for index, (kind, value) in job.future.result():
-                found[process.worker(index)] = (value if kind == "ok" else
-                                                relayed(value, process))
-        return dict(sorted(found.items()))
-
-    def busy(self) -> list[ClusterWorker]:
-        """Subinterpreters of the processes that have not answered yet."""
-        return sorted(process.worker(i) for process, job in self.jobs.items()
-                      if not job.future.done()
-                      for i in (job.everywhere[0] if job.everywhere else None) or [])
-
-    def cancel(self) -> None:
-        """Withdraw the calls that have not started (running ones go on)."""
-        for job in self.jobs.values():
-            job.future.cancel()
-
-
-_open_pools: weakref.WeakSet[ClusterPool] = weakref.WeakSet()
-
-
-def _close_open_pools_at_exit() -> None:
-    """A script that forgets close() still exits: queued calls are cancelled,
-    running calls get EXIT_TIMEOUT seconds, and a cluster the pool started is
-    shut down."""
-    for pool in list(_open_pools):
-        pool.close(wait=False, timeout=EXIT_TIMEOUT)
-
-
-_exit_handler_registered = False
-
-
-def _register_exit_handler() -> None:
-    # Once distributed is imported: exit handlers run last-registered first,
-    # so the pools close before distributed closes the clusters under them.
-    global _exit_handler_registered
-    if not _exit_handler_registered:
-        atexit.register(_close_open_pools_at_exit)
-        _exit_handler_registered = True
-
-
-def _connect(address: str, timeout: float | None) -> distributed.Client:
-    """A client of the scheduler at ``address``, or an error that names it."""
-    import distributed
-
-    if not address.strip():
-        # dask reads an empty address as "start a LocalCluster": not what was asked.
-        raise ValueError("the scheduler address is empty; pass None for a LocalCluster")
-    options = {} if timeout is None else {"timeout": timeout}
-    # Made in two steps, to hold the client if connecting fails: dask then
-    # leaves its IO loop thread running, and a client still connecting is
-    # closed by whichever thread collects it, under dask's lock of every
-    # loop; a LocalCluster starting at that moment waited 10 s for that lock
-    # and failed. It is closed here instead, at once.
-    client: distributed.Client = distributed.Client.__new__(distributed.Client)
-    try:
-        distributed.Client.__init__(client, address, **options)
-    except BaseException as exc:
-        _close_unconnected(client)
-        if isinstance(exc, (ValueError, TypeError)):
-            raise ValueError(f"{address!r} is not a dask scheduler address: {exc}") from None
-        if isinstance(exc, OSError):  # refused, unknown host, timed out
-            raise ConnectionError(f"cannot reach the dask scheduler at {address!r}: "
-                                  f"{exc}") from None
-        raise
-    return client
-
-
-def _close_unconnected(client: distributed.Client) -> None:
-    """Close a client that failed to connect, and its IO loop thread."""
-    with contextlib.suppress(Exception):
-        client.close(timeout=ANSWER_TIMEOUT)  # one that was still connecting
-    # dask marks a client whose connection timed out closed, but leaves its
-    # IO loop running, and has no public way to stop that loop.
-    runner = getattr(client, "_loop_runner", None)
-    if runner is not None:
-        with contextlib.suppress(Exception):
-            runner.stop()
 
 
 def _failure_line(failure: WorkerInitFailure) -> str:
@@ -298,27 +100,21 @@ class ClusterPool(Executor):
         _check_count("processes", processes, 1)
         check_timeout("init_timeout", init_timeout)
         check_timeout("connect_timeout", connect_timeout)
-        if init is not None and not isinstance(init, str):
-            raise TypeError(f"init must be source code (a str) or None, not {type(init).__name__}")
-        if init is not None:
-            try:
-                compile(init, "<init>", "exec")
-            except SyntaxError as exc:
-                raise ValueError(f"init is not valid Python: {exc}") from exc
+        check_init(init)
         if processes is not None and cluster is not None:
             raise ValueError("processes= is for the LocalCluster started when cluster is None")
         import distributed
 
         from interp_rpc.dask import _plugin
 
-        _register_exit_handler()
+        register_exit_handler()
 
         self._plugin_module = _plugin
         self._retries = retries
         self._lock = threading.Lock()
         self._closed = False
         self._broken: str | None = None
-        self._jobs: dict[int, _Job] = {}
+        self._jobs: dict[int, Job] = {}
         self._job_ids = itertools.count()
         self._placement = Placement()
         self._failed: dict[str, list[WorkerInitFailure]] = {}  # address -> why
@@ -342,7 +138,7 @@ class ClusterPool(Executor):
         elif isinstance(cluster, distributed.Client):
             self._client = cluster
         elif isinstance(cluster, str):
-            self._client = _connect(cluster, connect_timeout)
+            self._client = connect(cluster, connect_timeout)
         else:
             raise TypeError("cluster must be a scheduler address, a distributed.Client or None, "
                             f"not {type(cluster).__name__}")
@@ -358,7 +154,7 @@ class ClusterPool(Executor):
         self._watcher = threading.Thread(target=self._watch, name="interp-rpc-cluster-watch",
                                          daemon=True)
         self._watcher.start()
-        _open_pools.add(self)
+        open_pools.add(self)
 
     def _start(self, plugin: Any) -> None:
         # Dask awaits setup() on every current worker before this returns.
@@ -500,26 +296,19 @@ class ClusterPool(Executor):
         """
         return _profiling.ClusterProfileSession(self, functions)
 
-    def _on_every_worker(self, target: object, args: tuple[Any, ...] = (),
-                         kwargs: dict[str, Any] | None = None, timeout: float | None = None,
-                         workers: Collection[int] | None = None
-                         ) -> dict[ClusterWorker, Any | BaseException]:
-        """Run ``target`` once in every subinterpreter of every live process
-        (or in each of ``workers``, cluster indices), for notebook cells that
-        define things everywhere: each one's result, or the error it stands
-        for. ``timeout`` is a deadline for all of them. Processes that join
-        later do not run it (see EverywhereRun.remember, which %%parallel
-        uses)."""
-        return self._start_everywhere(target, args, kwargs or {}, timeout, workers).wait()
-
-    def _start_everywhere(self, target: object, args: tuple[Any, ...],
-                          kwargs: dict[str, Any], timeout: float | None,
-                          workers: Collection[int] | None) -> EverywhereRun:
+    def run_everywhere(self, target: Callable[..., Any] | str, args: tuple[Any, ...] = (),
+                       kwargs: dict[str, Any] | None = None, *, timeout: float | None = None,
+                       workers: Collection[int] | None = None) -> EverywhereRun:
+        """Send ``target(*args, **kwargs)`` once to every subinterpreter of
+        every live process (or each of ``workers``, cluster indices), as
+        InterpreterPool.run_everywhere does. Processes that join later do not
+        run it unless the run is remembered (EverywhereRun.remember, which
+        %%parallel uses)."""
         check_timeout("timeout", timeout)
-        request = encode_call(target, args, kwargs, check_open=self._check_open)
+        request = encode_call(target, args, kwargs or {}, check_open=self._check_open)
         wanted = None if workers is None else set(workers)
         run_id = uuid.uuid4().hex if workers is None else None
-        jobs: dict[Process, _Job] = {}
+        jobs: dict[Process, Job] = {}
         for process in self._placement.live():
             chosen = [i for i in range(process.slots)
                       if wanted is None or process.worker(i) in wanted]
@@ -551,7 +340,7 @@ class ClusterPool(Executor):
         if self._broken is not None:
             raise PoolBrokenError(f"{self._broken}; cannot call {name!r}")
 
-    def _run(self, request: EncodedCall, *, item_offset: int) -> _Job:
+    def _run(self, request: EncodedCall, *, item_offset: int) -> Job:
         self._check_open(request.name)
         job = self._new_job(request, item_offset=item_offset)
         self._start_job(job)
@@ -560,13 +349,13 @@ class ClusterPool(Executor):
     def _new_job(self, request: EncodedCall, *, item_offset: int = 0,
                  item_count: int = 1, collect: bool = False, pinned: Process | None = None,
                  everywhere: tuple[list[int] | None, float | None, str | None] | None = None
-                 ) -> _Job:
+                 ) -> Job:
         """A job not sent yet (a map keeps chunks back until there is room)."""
-        return _Job(next(self._job_ids), request, item_offset,
+        return Job(next(self._job_ids), request, item_offset,
                     0 if pinned is not None else self._retries, item_count=item_count,
                     collect=collect, pinned=pinned, everywhere=everywhere)
 
-    def _start_job(self, job: _Job) -> None:
+    def _start_job(self, job: Job) -> None:
         """Send the job: close() waits for it from now on."""
         if job.future.done():
             return  # cancelled before it was sent (a map closed meanwhile)
@@ -585,11 +374,11 @@ class ClusterPool(Executor):
                 session.chunk_sent(job.id, job.item_offset)
         self._dispatch(job, exclude=frozenset())
 
-    def _forget(self, job: _Job) -> None:
+    def _forget(self, job: Job) -> None:
         with self._lock:
             self._jobs.pop(job.id, None)
 
-    def _dispatch(self, job: _Job, exclude: frozenset[str]) -> None:
+    def _dispatch(self, job: Job, exclude: frozenset[str]) -> None:
         """Pin the job to the least loaded process, as a dask task that may
         run on that process only: if it dies, dask cannot run the call again
         elsewhere behind our back (a call that crashes its process would crash
@@ -633,7 +422,7 @@ class ClusterPool(Executor):
         job.task = task
         task.add_done_callback(lambda finished: self._settle(job, process, finished))
 
-    def _settle(self, job: _Job, process: Process, task: distributed.Future) -> None:
+    def _settle(self, job: Job, process: Process, task: distributed.Future) -> None:
         """Runs in dask's callback thread when a job's task is done."""
         self._placement.release(process)
         if job.task is not task or job.future.done():
@@ -666,7 +455,7 @@ class ClusterPool(Executor):
         else:
             job.settle(error=self._task_error(job, process, task))
 
-    def _lost_error(self, job: _Job) -> InterpRpcError:
+    def _lost_error(self, job: Job) -> InterpRpcError:
         """A task dask cancelled, not us: the client lost its scheduler (it
         then cancels every task at once), or someone cancelled it."""
         if self._client.status != "running":
@@ -675,7 +464,7 @@ class ClusterPool(Executor):
                                    "it may or may not have run")
         return PoolBrokenError(f"dask cancelled the call to {job.request.name!r}")
 
-    def _task_error(self, job: _Job, process: Process, task: distributed.Future) -> BaseException:
+    def _task_error(self, job: Job, process: Process, task: distributed.Future) -> BaseException:
         try:
             exc = task.exception()
         except BaseException as fetch_error:
@@ -690,7 +479,7 @@ class ClusterPool(Executor):
         return (f"dask worker {process.address} (process {process.pid} on {process.host}) "
                 "died while the call was on it")
 
-    def _timeout_error(self, job: _Job, timeout: float, *, completed: int | None = None,
+    def _timeout_error(self, job: Job, timeout: float, *, completed: int | None = None,
                        total: int | None = None) -> CallTimeoutError:
         process = job.process
         running = None
@@ -767,7 +556,7 @@ class ClusterPool(Executor):
                 return
             self._closed = True
             jobs = list(self._jobs.values())
-        _open_pools.discard(self)
+        open_pools.discard(self)
         deadline = None if timeout is None else time.monotonic() + timeout
         if wait:
             concurrent.futures.wait([job.future for job in jobs], timeout=timeout)

@@ -171,9 +171,9 @@ class PoolPlugin(WorkerPlugin):
                 label = definition["label"]
                 spec, _, args, kwargs = wire.loads(definition["request"],
                                                     definition["buffers"])
-                outcomes = pool._on_every_worker(_local_target(spec, label), args, kwargs,
-                                                 self.init_timeout)
-                failures = [failure for index, outcome in enumerate(outcomes)
+                outcomes = pool.run_everywhere(_local_target(spec, label), args, kwargs,
+                                               timeout=self.init_timeout).wait()
+                failures = [failure for index, outcome in outcomes.items()
                             if (failure := _replay_failure(index, outcome, label)) is not None]
                 if failures:
                     raise PoolInitError(failures, init_timeout=self.init_timeout)
@@ -260,13 +260,13 @@ class PoolPlugin(WorkerPlugin):
         def in_each(pool: InterpreterPool) -> Outcome:
             spec, _, args, kwargs = wire.loads(request, buffers)
             chosen = list(range(pool.workers)) if subinterpreters is None else subinterpreters
-            outcomes = pool._on_every_worker(_local_target(spec, target_name), args, kwargs,
-                                             timeout, workers=chosen)
+            outcomes = pool.run_everywhere(_local_target(spec, target_name), args, kwargs,
+                                           timeout=timeout, workers=chosen).wait()
             if run_id is not None:
                 self.applied.add(run_id)
             return "ok", [(index, ("error", as_pool_error(outcome))
                            if isinstance(outcome, BaseException) else ("ok", outcome))
-                          for index, outcome in zip(chosen, outcomes, strict=True)]
+                          for index, outcome in outcomes.items()]
 
         return self._serve(job, target_name, needed, in_each)
 

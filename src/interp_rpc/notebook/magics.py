@@ -23,7 +23,6 @@ import keyword
 import os
 import re
 import sys
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
@@ -41,16 +40,14 @@ from IPython.display import display
 
 from interp_rpc._pool import replies
 from interp_rpc._pool import targets as _targets
+from interp_rpc._pool.everywhere import Interrupted
 from interp_rpc._pool.map import MapRun
 from interp_rpc._pool.pool import InterpreterPool
 from interp_rpc.display import errors as error_display
 from interp_rpc.errors import (
     MISSING,
-    CallTimeoutError,
-    InterpRpcError,
     PoolInitError,
     RemoteError,
-    WorkerDiedError,
 )
 from interp_rpc.notebook import cluster_view, live, options, profile_view, worker_output
 from interp_rpc.notebook.errors import ParallelCellError
@@ -63,10 +60,6 @@ if TYPE_CHECKING:
 type Pool = InterpreterPool | ClusterPool
 
 _RUN_CELL = "_interp_rpc_worker.run_cell"  # defined by _worker/main.py in every worker
-
-# After Ctrl-C, how long to wait for the reply of a cell that no worker runs
-# any more (it has just finished; its reply is being handed over).
-_REPLY_GRACE_SECONDS = 5.0
 
 # A word that looks like an option, left after ITEMS: a hint when ITEMS fails.
 _TRAILING_OPTION = re.compile(r"\s--?[A-Za-z]")
@@ -311,26 +304,32 @@ class ParallelMagics(Magics):
         cell_number = self.shell.execution_count - 1
         filename = self.shell.compile.cache(source, cell_number, raw_code=source)
         compile(source, filename, "exec")
-        outcomes: dict[int, dict[str, Any] | Exception]
-        if isinstance(pool, InterpreterPool):
-            # Streamed while it runs where a display can be updated in place.
-            streamed = None if live.in_terminal() else worker_output.CellOutput(pool)
-            run_args = (source, filename) if streamed is None else (source, filename,
-                                                                     streamed.relay.id)
-            if streamed is not None:
-                streamed.start()
-            try:
-                with pool.profile() as self.last_profile:
-                    outcomes = self._run_everywhere(pool, targets, run_args, args.timeout)
-            finally:
-                if streamed is not None:
-                    streamed.stop()
-        else:
-            kind = "cell" if from_cell else "line"
+        # Streamed while it runs where a display can be updated in place (a
+        # local pool's workers print into this process).
+        streamed = (worker_output.CellOutput(pool)
+                    if isinstance(pool, InterpreterPool) and not live.in_terminal() else None)
+        run_args = (source, filename) if streamed is None else (source, filename,
+                                                                 streamed.relay.id)
+        everywhere = args.targets is None
+        if streamed is not None:
+            streamed.start()
+        try:
             with pool.profile() as self.last_profile:
-                outcomes = _run_on_cluster(pool, targets if args.targets is not None else None,
-                                           (source, filename), args.timeout,
-                                           f"the %%parallel {kind} In[{cell_number}]")
+                run = pool.run_everywhere(_RUN_CELL, run_args, timeout=args.timeout,
+                                          workers=None if everywhere else targets)
+                try:
+                    # run_cell's outcome is a dict; errors are InterpRpcErrors.
+                    outcomes = cast(dict[int, dict[str, Any] | Exception], run.wait())
+                except KeyboardInterrupt:
+                    _report_interrupted_cell(run.interrupt())
+                    raise
+        finally:
+            if streamed is not None:
+                streamed.stop()
+        if everywhere and outcomes and all(
+                isinstance(o, dict) and o["error"] is None for o in outcomes.values()):
+            # Replayed in workers that join the pool later (a dask cluster's).
+            run.remember(f"the %%parallel {'cell' if from_cell else 'line'} In[{cell_number}]")
         _show_outputs({i: o["stdout"] for i, o in outcomes.items() if isinstance(o, dict)},
                       sys.stdout)
         _show_outputs({i: o["stderr"] for i, o in outcomes.items() if isinstance(o, dict)},
@@ -343,73 +342,6 @@ class ParallelMagics(Magics):
                 errors[index] = _cell_error(outcome["error"], index)
         if errors:
             raise ParallelCellError(errors, workers=len(targets))
-
-    def _run_everywhere(self, pool: InterpreterPool, targets: list[int],
-                        run_args: tuple[Any, ...], timeout: float | None
-                        ) -> dict[int, dict[str, Any] | Exception]:
-        """run_cell in each target worker: its outcome, or the error it stands for.
-        On Ctrl-C, shows what the finished workers printed and names the busy ones."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        handles: dict[int, Any] = {}
-        outcomes: dict[int, dict[str, Any] | Exception] = {}
-        for index in targets:
-            try:
-                handles[index] = pool._dispatch(_RUN_CELL, run_args, {}, worker=index)
-            except InterpRpcError:
-                outcomes[index] = WorkerDiedError("%%parallel", f"worker {index} is dead")
-        try:
-            for index, handle in handles.items():
-                remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-                if not handle.wait(remaining):
-                    busy, seconds = pool._busy_worker(handle.id)
-                    assert timeout is not None
-                    outcomes[index] = CallTimeoutError("%%parallel", timeout, worker=busy,
-                                                       running_seconds=seconds)
-                    continue
-                outcomes[index] = self._settle(pool, handle)
-        except KeyboardInterrupt:
-            self._report_interrupted_cell(pool, handles, outcomes)
-            raise
-        return dict(sorted(outcomes.items()))
-
-    @staticmethod
-    def _settle(pool: InterpreterPool, handle: Any) -> dict[str, Any] | Exception:
-        handle.claim()
-        handle.release()
-        try:
-            outcome: dict[str, Any] = replies.reply_value(
-                handle.status, handle.reply_kind, handle.reply, handle.worker, _RUN_CELL, (), {})
-        except InterpRpcError as exc:
-            return exc
-        return outcome
-
-    def _report_interrupted_cell(self, pool: InterpreterPool, handles: dict[int, Any],
-                                 outcomes: dict[int, dict[str, Any] | Exception]) -> None:
-        busy, not_started = [], []
-        for index, handle in handles.items():
-            if index in outcomes:
-                continue
-            if handle.wait(0):
-                outcomes[index] = self._settle(pool, handle)
-            elif pool._engine.cancel(handle):
-                not_started.append(index)
-            elif pool._busy_worker(handle.id)[0] is None and handle.wait(_REPLY_GRACE_SECONDS):
-                # It had just finished: its reply was on its way.
-                outcomes[index] = self._settle(pool, handle)
-            else:
-                busy.append(index)
-        finished = {i: o for i, o in outcomes.items() if isinstance(o, dict)}
-        _show_outputs({i: o["stdout"] for i, o in finished.items()}, sys.stdout)
-        _show_outputs({i: o["stderr"] for i, o in finished.items()}, sys.stderr)
-        if busy:
-            shown = (f"; what {error_display.worker_ranges(finished)}, which finished, "
-                     "printed is above" if finished else "")
-            print(f"Interrupted: {error_display.worker_ranges(busy)} still running the cell (it "
-                  f"cannot be stopped there and will finish on its own){shown}.",
-                  file=sys.stderr)
-        if not_started:
-            print(f"{error_display.worker_ranges(not_started).capitalize()} had not started the "
-                  "cell; it will not run there.", file=sys.stderr)
 
     # --------------------------------------------------------- %parallel_map
 
@@ -685,34 +617,21 @@ def _worker_indices(pool: Pool) -> list[int]:
     return [int(w) for w in pool.subinterpreters()]
 
 
-def _run_on_cluster(pool: ClusterPool, targets: list[int] | None, run_args: tuple[str, str],
-                    timeout: float | None, label: str
-                    ) -> dict[int, dict[str, Any] | Exception]:
-    """run_cell in every subinterpreter of every process (or in ``targets``).
-    Run everywhere without an error, the pool remembers it (as ``label``)
-    for processes that join later. On Ctrl-C, shows what the finished
-    processes printed and names the busy subinterpreters, whose dask tasks
-    finish on their own."""
-    run = pool._start_everywhere(_RUN_CELL, run_args, {}, timeout, targets)
-    try:
-        found = run.wait()
-    except KeyboardInterrupt:
-        run.cancel()
-        finished = {w: o for w, o in run.outcomes(finished_only=True).items()
-                    if isinstance(o, dict)}
-        _show_outputs({i: o["stdout"] for i, o in finished.items()}, sys.stdout)
-        _show_outputs({i: o["stderr"] for i, o in finished.items()}, sys.stderr)
-        busy = run.busy()
-        if busy:
-            print(f"Interrupted: {error_display.worker_ranges(busy)} still running the cell (it "
-                  "cannot be stopped there and will finish on its own).", file=sys.stderr)
-        raise
-    # run_cell's outcome is a dict; errors are InterpRpcErrors (or a cancelled call's).
-    outcomes = cast(dict[int, dict[str, Any] | Exception], found)
-    if targets is None and outcomes and all(
-            isinstance(o, dict) and o["error"] is None for o in outcomes.values()):
-        run.remember(label)
-    return outcomes
+def _report_interrupted_cell(state: Interrupted) -> None:
+    """After Ctrl-C in %%parallel: what the finished workers printed, and
+    which workers still run the cell or never will."""
+    finished = {i: o for i, o in state.finished.items() if isinstance(o, dict)}
+    _show_outputs({i: o["stdout"] for i, o in finished.items()}, sys.stdout)
+    _show_outputs({i: o["stderr"] for i, o in finished.items()}, sys.stderr)
+    if state.running:
+        shown = (f"; what {error_display.worker_ranges(finished)}, which finished, "
+                 "printed is above" if finished else "")
+        print(f"Interrupted: {error_display.worker_ranges(state.running)} still running the "
+              f"cell (it cannot be stopped there and will finish on its own){shown}.",
+              file=sys.stderr)
+    if state.withdrawn:
+        print(f"{error_display.worker_ranges(state.withdrawn).capitalize()} had not started "
+              "the cell; it will not run there.", file=sys.stderr)
 
 
 def _cell_error(info: dict[str, str], worker: int) -> Exception:

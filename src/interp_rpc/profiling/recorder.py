@@ -200,7 +200,8 @@ class ProfileSession:
                                 request_started_ns=start)
 
     def _control(self, on: bool, timeout: float = CONTROL_TIMEOUT) -> list[Any]:
-        outcomes = self._pool._on_every_worker(_PROFILE_FUNCTIONS, (on,), timeout=timeout)
+        outcomes = list(self._pool.run_everywhere(_PROFILE_FUNCTIONS, (on,),
+                                                  timeout=timeout).wait().values())
         if on:
             failed = [(i, o) for i, o in enumerate(outcomes) if isinstance(o, BaseException)]
             if failed:

@@ -70,7 +70,7 @@ def test_a_cell_remembered_while_a_process_joined_is_replayed_there_once(
         """)
     with local_cluster(1) as (cluster, client), ClusterPool(client, init=INIT) as pool:
         (first,) = set(client.run(os.getpid).values())
-        run = pool._start_everywhere(RUN_CELL, (cell, "<the cell>"), {}, None, None)
+        run = pool.run_everywhere(RUN_CELL, (cell, "<the cell>"))
         cluster.scale(2)
         wait_until(lambda: len(pool.processes()) == 2, CLUSTER_LIMIT, "the second process")
         gate.touch()
@@ -98,7 +98,7 @@ def test_a_failing_replay_before_a_call_fails_it_and_keeps_the_process_out(
             if os.getpid() != {first}:
                 raise ImportError("no such module on this host")
             """)
-        run = pool._start_everywhere(RUN_CELL, (cell, "<the cell>"), {}, None, None)
+        run = pool.run_everywhere(RUN_CELL, (cell, "<the cell>"))
         cluster.scale(2)
         wait_until(lambda: len(pool.processes()) == 2, CLUSTER_LIMIT, "the second process")
         gate.touch()

@@ -25,6 +25,7 @@ from support import wait_until
 from interp_rpc import InterpreterPool, RemoteError
 from interp_rpc.dask import ClusterPool, ClusterWorker
 from interp_rpc.dask._chunking import IN_FLIGHT_PER_SLOT
+from interp_rpc.display.errors import worker_ranges
 from interp_rpc.notebook import ParallelCellError, current_pool, live
 from interp_rpc.notebook.cluster_view import WATCH_REFRESH_SECONDS
 
@@ -343,6 +344,30 @@ def test_ctrl_c_in_a_map_cancels_the_chunks_not_started(cluster_pool: ClusterPoo
                "the running items to finish")
     assert run("%parallel_map math.sqrt [4.0]").result.result == [2.0]
     assert len(list(marks.iterdir())) <= IN_FLIGHT_PER_SLOT * cluster_pool.workers
+
+
+def test_ctrl_c_in_a_parallel_cell_names_the_subinterpreters_still_running_it(
+        cluster_pool: ClusterPool, run: Run, tmp_path: Path) -> None:
+    """As on the local pool: Ctrl-C while the cell holds every subinterpreter
+    says which ones still run it, and the pool serves afterwards."""
+    marks, gate = tmp_path / "marks", tmp_path / "gate"
+    marks.mkdir()
+    interrupter = interrupt_when(lambda: len(list(marks.iterdir())) == cluster_pool.workers,
+                                 "the cell running in every subinterpreter")
+    try:
+        ran = run(f"%%parallel\nimport os, time, uuid\n"
+                  f"open(os.path.join({str(marks)!r}, uuid.uuid4().hex), 'w').close()\n"
+                  f"while not os.path.exists({str(gate)!r}):\n    time.sleep(0.01)\n")
+    finally:
+        interrupter.join()
+        gate.touch()
+    assert isinstance(ran.error, KeyboardInterrupt), ran.shown
+    every = worker_ranges(cluster_pool.subinterpreters())
+    assert f"Interrupted: {every} still running the cell (it cannot be stopped" in ran.err, \
+        ran.err
+    wait_until(lambda: all(w.state == "idle" for w in cluster_pool.status()), CLUSTER_LIMIT,
+               "the cell to finish everywhere")
+    assert run("%parallel_map math.sqrt [4.0]").result.result == [2.0]
 
 
 # ---------------------------------------------------------- bad --dask values

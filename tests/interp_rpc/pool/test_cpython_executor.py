@@ -2,8 +2,8 @@
 
 The test classes come from Debian's libpython3.14-testsuite
 (``test.test_concurrent_futures``) and run through its mixins, exactly as
-CPython runs them against its own executors. Each skip says why; the README
-lists them. Workers import the test modules by name, as they would any
+CPython runs them against its own executors. Each skip says why;
+docs/guide/targets.md lists them. Workers import the test modules by name, as they would any
 target's module.
 """
 

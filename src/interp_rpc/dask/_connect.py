@@ -1,0 +1,50 @@
+"""A client of a dask scheduler given by address, or an error that names it."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING
+
+from interp_rpc.dask._asking import ANSWER_TIMEOUT
+
+if TYPE_CHECKING:
+    import distributed
+
+
+def connect(address: str, timeout: float | None) -> distributed.Client:
+    """A client of the scheduler at ``address``, or an error that names it."""
+    import distributed
+
+    if not address.strip():
+        # dask reads an empty address as "start a LocalCluster": not what was asked.
+        raise ValueError("the scheduler address is empty; pass None for a LocalCluster")
+    options = {} if timeout is None else {"timeout": timeout}
+    # Made in two steps, to hold the client if connecting fails: dask then
+    # leaves its IO loop thread running, and a client still connecting is
+    # closed by whichever thread collects it, under dask's lock of every
+    # loop; a LocalCluster starting at that moment waited 10 s for that lock
+    # and failed. It is closed here instead, at once.
+    client: distributed.Client = distributed.Client.__new__(distributed.Client)
+    try:
+        distributed.Client.__init__(client, address, **options)
+    except BaseException as exc:
+        _close_unconnected(client)
+        if isinstance(exc, (ValueError, TypeError)):
+            raise ValueError(f"{address!r} is not a dask scheduler address: {exc}") from None
+        if isinstance(exc, OSError):  # refused, unknown host, timed out
+            raise ConnectionError(f"cannot reach the dask scheduler at {address!r}: "
+                                  f"{exc}") from None
+        raise
+    return client
+
+
+def _close_unconnected(client: distributed.Client) -> None:
+    """Close a client that failed to connect, and its IO loop thread."""
+    with contextlib.suppress(Exception):
+        client.close(timeout=ANSWER_TIMEOUT)  # one that was still connecting
+    # dask marks a client whose connection timed out closed, but leaves its
+    # IO loop running, and has no public way to stop that loop.
+    runner = getattr(client, "_loop_runner", None)
+    if runner is not None:
+        with contextlib.suppress(Exception):
+            runner.stop()
