@@ -249,6 +249,34 @@ class InterpreterPool(Executor):
         """
         return [EngineRecord._make(r).public() for r in self._engine.records(after)]
 
+    # ----------------------------------------- for live views (the notebook's)
+
+    def log_position(self) -> tuple[int, int]:
+        """(the newest call record's ``seq``, the id the next call gets): a
+        run started after this reads its own calls from ``call_records(seq)``
+        with ``id`` at least that one, never another's that finishes meanwhile."""
+        records = self.call_records()
+        return (records[-1].seq if records else 0), int(self._engine.last_call_id) + 1
+
+    def render_status(self, target: str = "", total: int = 0, baseline: int = 0,
+                      started_ns: int = 0, stuck_after: float = 10.0) -> tuple[str, str]:
+        """The status table (HTML, text) as the engine draws it, with a
+        progress line for a run of ``total`` items of ``target`` begun at
+        ``started_ns``: its items done are the pool's minus ``baseline``. A
+        worker busy for ``stuck_after`` seconds is "stuck"."""
+        html_text, text = self._engine.render_live(target, total, baseline, started_ns,
+                                                   stuck_after)
+        return str(html_text), str(text)
+
+    def live_feed(self) -> object:
+        """The engine's status feed, for a publisher that reads it without
+        the GIL (the interp-rpc kernel's live view)."""
+        return self._engine.live_feed()
+
+    def interpreter_ids(self) -> list[int]:
+        """Each worker's interpreter id, by worker index."""
+        return [int(i) for i in self._engine.interpreter_ids]
+
     def __repr__(self) -> str:
         state = "closed" if self._closed else "broken" if self.broken else "open"
         return f"<InterpreterPool workers={self.workers} {state}>"

@@ -121,7 +121,7 @@ class LiveView:
         self._duration = duration
         self._display_id = f"interp-rpc-{uuid.uuid4().hex}"
         self._since = since
-        self._items_at_start = int(pool._engine.totals()["items"])
+        self._items_at_start = pool.stats().items
         self._started_ns = monotonic_ns()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -140,34 +140,29 @@ class LiveView:
         # The engine counts done items as the pool's total minus a baseline:
         # a baseline that leaves out every other call's items.
         baseline = (self._items_at_start if self._since is None
-                    else int(self._pool._engine.totals()["items"]) - self.done())
-        html_text, text = self._pool._engine.render_live(
+                    else self._pool.stats().items - self.done())
+        html_text, text = self._pool.render_status(
             self._target, total, baseline, self._started_ns, self._stuck_after)
         return {"text/html": html_text, "text/plain": text}
 
     def _progress_line(self) -> str:
         """The map's progress as the engine words it ("3/8 items (38%), 1.20 s,
         2.50 items/s, ETA 2.00 s"), without its target and text bar."""
-        baseline = int(self._pool._engine.totals()["items"]) - self.done()
-        _, text = self._pool._engine.render_live(self._target, self._total, baseline,
-                                                 self._started_ns, self._stuck_after)
+        baseline = self._pool.stats().items - self.done()
+        _, text = self._pool.render_status(self._target, self._total, baseline,
+                                           self._started_ns, self._stuck_after)
         return text.splitlines()[0].rpartition("] ")[2]
 
     def done(self) -> int:
         """Items of this map done so far."""
         if self._since is None:
-            done = int(self._pool._engine.totals()["items"]) - self._items_at_start
+            done = self._pool.stats().items - self._items_at_start
         else:
             after, first_id = self._since
             done = sum(r.item_count for r in self._pool.call_records(after)
                        if r.id >= first_id and r.outcome == "replied"
                        and r.item_index is not None)
         return min(self._total, done)
-
-    def _log_position(self) -> tuple[int, int]:
-        """(call-log position, next call id) now."""
-        records = self._pool.call_records()
-        return (records[-1].seq if records else 0), int(self._pool._engine.last_call_id) + 1
 
     def start(self) -> None:
         from IPython.display import display
@@ -195,9 +190,9 @@ class LiveView:
         kernel = _kernel_publisher()
         if kernel is not None and self._bar is None:
             # It counts this map's items by the same rule as done().
-            after_seq, first_id = self._since or self._log_position()
+            after_seq, first_id = self._since or self._pool.log_position()
             self._kernel_view = kernel.start_live_view(
-                self._pool._engine.live_feed(), self._display_id, self._target, self._total,
+                self._pool.live_feed(), self._display_id, self._target, self._total,
                 after_seq, first_id, self._started_ns, self._stuck_after, self._refresh,
                 self._duration)
             return

@@ -400,7 +400,7 @@ class ParallelMagics(Magics):
                 self.shell.user_ns[args.out] = results
                 return None
             return results
-        first = self._run_starts(pool)
+        first = pool.log_position()
         view = live.LiveView(pool, target=_targets.describe(target), total=len(items),
                              stuck_after=self.stuck_after, since=first)
         printed = worker_output.WorkerOutput(pool)
@@ -583,12 +583,6 @@ class ParallelMagics(Magics):
         if args.export or args.out:
             return
         profile_view.show(last, functions=args.functions)
-
-    @staticmethod
-    def _run_starts(pool: InterpreterPool) -> tuple[int, int]:
-        """(log position, first call id) of a run about to start."""
-        records = pool.call_records()
-        return (records[-1].seq if records else 0), int(pool._engine.last_call_id) + 1
 
 
 def _show_outputs(texts: dict[int, str], stream: Any) -> None:

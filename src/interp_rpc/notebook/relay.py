@@ -36,7 +36,7 @@ class OutputRelay:
         self._empty = interpreters.QueueEmpty
         self._queue = interpreters.create_queue()
         # Workers label their output with their interpreter's id.
-        self._workers = {int(i): index for index, i in enumerate(pool._engine.interpreter_ids)}
+        self._workers = {i: index for index, i in enumerate(pool.interpreter_ids())}
 
     @property
     def id(self) -> int:

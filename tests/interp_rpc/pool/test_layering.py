@@ -90,3 +90,25 @@ def test_the_rules_see_imports_inside_functions() -> None:
     found = set(imports(PACKAGE / "errors.py"))
     assert ("interp_rpc.display.errors", "_repr_html_") in found
     assert ("interp_rpc._pool.remote_classes", "_restore_remote") in found
+
+
+#: Private attributes the notebook layer may read on objects not its own,
+#: each for its reason: IPython's rich-display hooks, and argparse's table of
+#: option strings (magic_arguments builds on argparse, which has no public
+#: way to ask whether a word is one of a parser's options).
+NOTEBOOK_MAY_READ = ("_repr_mimebundle_", "_repr_html_", "_render_traceback_",
+                     "_option_string_actions")
+
+
+@pytest.mark.parametrize("path", modules("notebook"), ids=relative)
+def test_the_notebook_layer_reads_no_private_attribute_of_a_pool(path: Path) -> None:
+    """It drives pools through what they offer everyone (run_everywhere,
+    log_position, render_status, ...), never their internals."""
+    tree = ast.parse(path.read_text(), str(path))
+    private = sorted({f"{ast.unparse(node.value)}.{node.attr} (line {node.lineno})"
+                      for node in ast.walk(tree)
+                      if isinstance(node, ast.Attribute) and node.attr.startswith("_")
+                      and not node.attr.startswith("__")
+                      and ast.unparse(node.value) not in ("self", "cls")
+                      and node.attr not in NOTEBOOK_MAY_READ})
+    assert not private, f"{relative(path)} reads {private}"
