@@ -36,6 +36,16 @@ def check_workers(name: str, value: object) -> int:
     return value
 
 
+def check_count(name: str, value: int | None, minimum: int) -> None:
+    """A count that may be left out (None), at least ``minimum``."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int or None, not {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, not {value}")
+
+
 def check_chunksize(value: object) -> None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int)
                               or value < 1):

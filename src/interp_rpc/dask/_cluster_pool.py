@@ -12,13 +12,13 @@ import uuid
 import warnings
 from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import CancelledError, Executor, Future
-from dataclasses import fields
 from typing import TYPE_CHECKING, Any, Self
 
 from interp_rpc._pool.encoding import EncodedCall, encode_call
-from interp_rpc._pool.validation import check_init, check_timeout
+from interp_rpc._pool.validation import check_count, check_init, check_timeout
 from interp_rpc.dask import _asking, _cluster_map, _profiling
 from interp_rpc.dask._asking import ANSWER_TIMEOUT
+from interp_rpc.dask._cluster_reports import RecordLog, cluster_status, summed_stats
 from interp_rpc.dask._connect import connect
 from interp_rpc.dask._jobs import EverywhereRun, Job
 from interp_rpc.dask._open_pools import open_pools, register_exit_handler
@@ -46,30 +46,6 @@ WATCH_INTERVAL = 0.2
 #: the CallTimeoutError, so it must not add much to the caller's timeout.
 WHERE_TIMEOUT = 1.0
 
-#: The most call records kept (as the local engine keeps).
-RECORDS_KEPT = 16384
-
-
-def _check_count(name: str, value: int | None, minimum: int) -> None:
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int or None, not {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be at least {minimum}, not {value}")
-
-
-def _failure_line(failure: WorkerInitFailure) -> str:
-    """Why a subinterpreter did not start, in one line (for a status row)."""
-    if failure.timed_out:
-        return f"{failure.during} did not finish in time"
-    if failure.error is None:
-        return failure.detail
-    message = failure.error.remote_message
-    return f"{failure.during} raised {failure.error.remote_type}" + (f": {message}" if message
-                                                                      else "")
-
-
 class ClusterPool(Executor):
     """InterpreterPool's API, served by every process of a dask.distributed cluster.
 
@@ -95,9 +71,9 @@ class ClusterPool(Executor):
                  workers_per_process: int | None = None, init: str | None = None,
                  init_timeout: float | None = 30.0, retries: int = 0,
                  processes: int | None = None, connect_timeout: float | None = None) -> None:
-        _check_count("workers_per_process", workers_per_process, 1)
-        _check_count("retries", retries, 0)
-        _check_count("processes", processes, 1)
+        check_count("workers_per_process", workers_per_process, 1)
+        check_count("retries", retries, 0)
+        check_count("processes", processes, 1)
         check_timeout("init_timeout", init_timeout)
         check_timeout("connect_timeout", connect_timeout)
         check_init(init)
@@ -118,9 +94,7 @@ class ClusterPool(Executor):
         self._job_ids = itertools.count()
         self._placement = Placement()
         self._failed: dict[str, list[WorkerInitFailure]] = {}  # address -> why
-        self._records: list[CallRecord] = []
-        self._record_cursors: dict[str, int] = {}
-        self._records_lock = threading.Lock()
+        self._records = RecordLog()
         self._owned_cluster: Any = None
         # Ids of the runs everywhere that processes joining later replay, in
         # order; the scheduler keeps the runs themselves (see _plugin).
@@ -646,33 +620,11 @@ class ClusterPool(Executor):
         process that died, or whose pool failed to start there (its init=, or
         replaying a %%parallel cell), are listed as "dead", saying why."""
         answers = self._ask_every_process(self._plugin_module.pool_status)
-        statuses: list[WorkerStatus] = []
-        for process in self._placement.every():
-            failures = self._failed.get(process.address)
-            if failures is not None:
-                statuses += [WorkerStatus(f.worker, "dead", None, None, 0.0, 0, 0.0,
-                                          _failure_line(f)) for f in failures]
-                continue
-            found = answers.get(process.address)
-            if not isinstance(found, list):
-                where = f"dask worker {process.address} (process {process.pid} on {process.host})"
-                detail = (f"{where} did not answer within {ANSWER_TIMEOUT:g} s (stopped, hung "
-                          "or cut off)" if isinstance(found, TimeoutError) else f"{where} is gone")
-                statuses += [WorkerStatus(process.worker(i), "dead", None, None, 0.0, 0, 0.0,
-                                          detail) for i in range(process.slots)]
-                continue
-            statuses += [WorkerStatus(**{**{f.name: getattr(w, f.name) for f in fields(w)},
-                                         "index": process.worker(w.index)}) for w in found]
-        return statuses
+        return cluster_status(self._placement.every(), self._failed, answers)
 
     def stats(self) -> PoolStats:
         """Totals of every live process's pool."""
-        totals = dict.fromkeys((f.name for f in fields(PoolStats)), 0)
-        for stats in self._ask_every_process(self._plugin_module.pool_stats).values():
-            if isinstance(stats, PoolStats):
-                for name in totals:
-                    totals[name] += getattr(stats, name)
-        return PoolStats(**totals)
+        return summed_stats(self._ask_every_process(self._plugin_module.pool_stats).values())
 
     def call_records(self, after: int = 0) -> list[CallRecord]:
         """Finished requests of every process, oldest first, numbered (``seq``)
@@ -680,21 +632,11 @@ class ClusterPool(Executor):
         ``seq`` seen returns every record once. A map chunk is one request.
         Times are each host's ``time.monotonic_ns()``: comparable between
         processes of one host only."""
-        with self._records_lock:
-            for process in self._placement.live():
-                cursor = self._record_cursors.get(process.address, 0)
-                records = self._ask(self._plugin_module.pool_records, cursor,
-                                    addresses=[process.address]).get(process.address)
-                if not isinstance(records, list) or not records:
-                    continue
-                self._record_cursors[process.address] = records[-1].seq
-                first = self._records[-1].seq + 1 if self._records else 1
-                for offset, r in enumerate(records):
-                    self._records.append(CallRecord(**{
-                        **{f.name: getattr(r, f.name) for f in fields(r)},
-                        "seq": first + offset, "worker": process.worker(r.worker)}))
-            del self._records[:-RECORDS_KEPT]
-            return [r for r in self._records if r.seq > after]
+        def fetch(process: Process, cursor: int) -> Any:
+            return self._ask(self._plugin_module.pool_records, cursor,
+                             addresses=[process.address]).get(process.address)
+
+        return self._records.collect(self._placement.live(), fetch, after)
 
     def _address(self) -> str:
         return str(getattr(self._client.scheduler, "address", None) or "?")

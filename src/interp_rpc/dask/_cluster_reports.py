@@ -1,0 +1,91 @@
+"""What a ClusterPool reports, gathered from every process's pool: worker
+statuses (with the processes that died or failed to start as "dead"),
+summed totals, and one log of call records numbered in the caller."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import fields
+from typing import Any
+
+from interp_rpc.dask._asking import ANSWER_TIMEOUT
+from interp_rpc.dask._placement import Process
+from interp_rpc.errors import WorkerInitFailure
+from interp_rpc.records import CallRecord, PoolStats, WorkerStatus
+
+#: The most call records kept (as the local engine keeps).
+RECORDS_KEPT = 16384
+
+
+def failure_line(failure: WorkerInitFailure) -> str:
+    """Why a subinterpreter did not start, in one line (for a status row)."""
+    if failure.timed_out:
+        return f"{failure.during} did not finish in time"
+    if failure.error is None:
+        return failure.detail
+    message = failure.error.remote_message
+    return f"{failure.during} raised {failure.error.remote_type}" + (f": {message}" if message
+                                                                      else "")
+
+
+def cluster_status(processes: Iterable[Process], failed: dict[str, list[WorkerInitFailure]],
+                   answers: dict[str, Any]) -> list[WorkerStatus]:
+    """Every subinterpreter's status, from each process's answer (its
+    pool's statuses, or the error of asking it), by cluster index."""
+    statuses: list[WorkerStatus] = []
+    for process in processes:
+        failures = failed.get(process.address)
+        if failures is not None:
+            statuses += [WorkerStatus(f.worker, "dead", None, None, 0.0, 0, 0.0,
+                                      failure_line(f)) for f in failures]
+            continue
+        found = answers.get(process.address)
+        if not isinstance(found, list):
+            where = f"dask worker {process.address} (process {process.pid} on {process.host})"
+            detail = (f"{where} did not answer within {ANSWER_TIMEOUT:g} s (stopped, hung "
+                      "or cut off)" if isinstance(found, TimeoutError) else f"{where} is gone")
+            statuses += [WorkerStatus(process.worker(i), "dead", None, None, 0.0, 0, 0.0,
+                                      detail) for i in range(process.slots)]
+            continue
+        statuses += [WorkerStatus(**{**{f.name: getattr(w, f.name) for f in fields(w)},
+                                     "index": process.worker(w.index)}) for w in found]
+    return statuses
+
+
+def summed_stats(answers: Iterable[Any]) -> PoolStats:
+    """The totals of the processes that answered with theirs."""
+    totals = dict.fromkeys((f.name for f in fields(PoolStats)), 0)
+    for stats in answers:
+        if isinstance(stats, PoolStats):
+            for name in totals:
+                totals[name] += getattr(stats, name)
+    return PoolStats(**totals)
+
+
+class RecordLog:
+    """The call records of every process, renumbered (``seq``) in the order
+    they were collected here, the last RECORDS_KEPT of them."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._records: list[CallRecord] = []
+        self._cursors: dict[str, int] = {}  # dask worker address -> its last seq read
+
+    def collect(self, processes: Iterable[Process],
+                fetch: Callable[[Process, int], Any], after: int) -> list[CallRecord]:
+        """Read what each process logged since the last collection
+        (``fetch(process, its last seq read)``); the records after ``after``."""
+        with self._lock:
+            for process in processes:
+                records = fetch(process, self._cursors.get(process.address, 0))
+                if not isinstance(records, list) or not records:
+                    continue
+                self._cursors[process.address] = records[-1].seq
+                first = self._records[-1].seq + 1 if self._records else 1
+                for offset, r in enumerate(records):
+                    self._records.append(CallRecord(**{
+                        **{f.name: getattr(r, f.name) for f in fields(r)},
+                        "seq": first + offset, "worker": process.worker(r.worker)}))
+            del self._records[:-RECORDS_KEPT]
+            return [r for r in self._records if r.seq > after]
