@@ -18,6 +18,7 @@ each process of a dask.distributed cluster, and the same magics run there.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import keyword
 import os
@@ -388,18 +389,26 @@ class ParallelMagics(Magics):
         target = self._target(name)
         items = self._items(source)
         pool = self.pool
-        if not isinstance(pool, InterpreterPool):
+        if isinstance(pool, InterpreterPool):
+            results = self._map_locally(pool, target, items, args)
+        else:
             with pool.profile(functions=args.profile) as self.last_profile:
                 results = self._map_on_cluster(pool, target, items, args.timeout,
                                                args.chunksize, args.errors, args.out)
-            if args.errors == "collect":
-                _report_collected(results)
-            if args.profile:
-                profile_view.show(self.last_profile, functions=True)
-            if args.out:
-                self.shell.user_ns[args.out] = results
-                return None
-            return results
+        if args.errors == "collect":
+            _report_collected(results)
+        if args.profile:
+            assert self.last_profile is not None  # both ways of mapping profiled it
+            profile_view.show(self.last_profile, functions=True)
+        if args.out:
+            self.shell.user_ns[args.out] = results
+            return None
+        return results
+
+    def _map_locally(self, pool: InterpreterPool, target: Callable[..., Any] | str,
+                     items: list[Any], args: argparse.Namespace) -> list[Any]:
+        """%parallel_map on this process's pool: a live view of its progress
+        and status, and what the workers print, under the item that printed it."""
         first = pool.log_position()
         view = live.LiveView(pool, target=_targets.describe(target), total=len(items),
                              stuck_after=self.stuck_after, since=first)
@@ -422,13 +431,6 @@ class ParallelMagics(Magics):
         finally:
             printed.stop()
             view.stop()
-        if args.errors == "collect":
-            _report_collected(results)
-        if args.profile:
-            profile_view.show(self.last_profile, functions=True)
-        if args.out:
-            self.shell.user_ns[args.out] = results
-            return None
         return results
 
     def _keep_partial_results(self, failure: RemoteError, name: str | None) -> None:
