@@ -224,9 +224,9 @@ def test_a_handle_that_lost_the_claim_releases_nothing(module_pool: InterpreterP
     # Only the party that won the claim may release what a call holds (its
     # future, the caller's buffers). A buffer still exported cannot resize.
     data = bytearray(b"x" * 100)
-    name, request, _, submitted, cost = module_pool._encode("pooltasks.add", (1, 2), {})
-    status, handle = module_pool._engine.submit(name, request, [data], -1, 1, None,
-                                                submitted, cost, -1)
+    encoded = module_pool._encode("pooltasks.add", (1, 2), {})
+    status, handle = module_pool._engine.submit(encoded.name, encoded.data, [data], -1, 1, None,
+                                                encoded.submitted_ns, encoded.serialize_ns, -1)
     assert status == "queued" and handle is not None
     assert handle.wait(30)
     assert handle.release() is False  # not claimed: nothing released
