@@ -10,6 +10,7 @@
 #include "core/free_memory.hpp"
 #include "core/python_ref.hpp"
 #include "core/subinterpreter.hpp"
+#include "core/thread_start.hpp"
 
 namespace interp_rpc::core {
 
@@ -227,6 +228,23 @@ void pool::shared_state::worker_died(int index, const std::string& detail) {
   changed.notify_all();
 }
 
+void pool::shared_state::never_started(int first, const std::string& first_reason,
+                                       const std::string& other_reason) {
+  for (int i = first; i < options.workers; ++i) {
+    const std::string& reason = i == first ? first_reason : other_reason;
+    {
+      std::lock_guard lock(mutex);
+      init_report& r = init[static_cast<std::size_t>(i)];
+      r.finished = true;
+      r.ok = false;
+      r.reply_kind = reply_engine_error;
+      r.reply = reason;
+      exited[static_cast<std::size_t>(i)] = true;
+    }
+    worker_died(i, reason);
+  }
+}
+
 bool pool::shared_state::all_exited_locked() const {
   for (bool e : exited) {
     if (!e) return false;
@@ -393,9 +411,21 @@ void pool::start() {
   std::lock_guard joining(m_join_mutex);
   const int n = m_shared->options.workers;
   m_threads.reserve(static_cast<std::size_t>(n));
-  m_completion_thread = std::thread(&pool::completion_main, m_shared);
-  m_completion_id.store(m_completion_thread.get_id());
-  for (int i = 0; i < n; ++i) m_threads.emplace_back(&pool::worker_main, m_shared, i);
+  try {
+    m_completion_thread = start_thread("the pool's completion thread", &pool::completion_main, m_shared);
+    m_completion_id.store(m_completion_thread.get_id());
+    for (int i = 0; i < n; ++i) {
+      m_threads.push_back(
+          start_thread("worker " + std::to_string(i) + "'s thread", &pool::worker_main, m_shared, i));
+    }
+  } catch (const thread_start_error& e) {
+    // m_threads[i] is worker i's thread: the workers after them have none.
+    const bool completion_started = m_completion_thread.joinable();
+    m_shared->never_started(static_cast<int>(m_threads.size()), e.what(),
+                            completion_started ? "not started, since " + e.thread() + " could not start"
+                                               : std::string("not started: ") + e.what());
+    begin_close(true);
+  }
 }
 
 pool::~pool() {
@@ -585,7 +615,7 @@ std::vector<int> pool::interrupt(const std::vector<int>& indices, std::int64_t t
     bool finished = false;
   };
   auto state = std::make_shared<progress>();
-  std::thread([shared = m_shared, indices, state] {
+  start_thread("the thread that interrupts workers", [shared = m_shared, indices, state] {
     std::vector<int> raised;
     {
       std::lock_guard gate(shared->teardown_gate);

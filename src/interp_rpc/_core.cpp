@@ -34,6 +34,7 @@
 #include "core/live_feed.hpp"
 #include "core/live_view.hpp"
 #include "core/pool.hpp"
+#include "core/thread_start.hpp"
 
 namespace py = pybind11;
 namespace core = interp_rpc::core;
@@ -509,10 +510,19 @@ class engine {
     });
   }
 
+  // Called at interpreter exit, where an exception would stop the exit
+  // routine half-way: a helper thread that cannot start is a warning, and
+  // nobody was interrupted.
   std::vector<int> interrupt(const std::vector<int>& indices, std::optional<double> timeout) {
     const std::int64_t limit = to_timeout_ns(timeout);
-    py::gil_scoped_release unlocked;
-    return m_pool->interrupt(indices, limit);
+    try {
+      py::gil_scoped_release unlocked;
+      return m_pool->interrupt(indices, limit);
+    } catch (const core::thread_start_error& e) {
+      const std::string message = std::string("interp-rpc: no worker was interrupted: ") + e.what();
+      if (PyErr_WarnEx(PyExc_RuntimeWarning, message.c_str(), 1) < 0) throw py::error_already_set();
+      return {};
+    }
   }
 
   bool inject_fault(int index, const std::string& kind) {
