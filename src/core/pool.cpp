@@ -7,6 +7,7 @@
 #include "core/buffer_lease.hpp"
 #include "core/clock.hpp"
 #include "core/codes.hpp"
+#include "core/fault_injection.hpp"
 #include "core/free_memory.hpp"
 #include "core/python_ref.hpp"
 #include "core/subinterpreter.hpp"
@@ -274,7 +275,7 @@ void pool::worker_main(std::shared_ptr<shared_state> shared, int index) {
     // Held while the interpreter ends (declared first, released last), so that
     // interrupt() never attaches to an interpreter being destroyed.
     std::unique_lock<std::mutex> gate(s.teardown_gate, std::defer_lock);
-    own_subinterpreter interp(main);
+    own_subinterpreter interp(main, fault_injection::fail_interpreter_creation(index));
     if (!interp.ok()) {
       std::lock_guard lock(s.mutex);
       s.init[slot].finished = true;
