@@ -242,7 +242,10 @@ class call_handle {
     try {
       wait_for_call(*m_call, timeout);
     } catch (...) {
-      m_call->end_direct_wait();
+      // Interrupted (Ctrl-C). A call that finished meanwhile may have been
+      // left to us by the completion thread, and our caller is not going to
+      // settle it: settle it here.
+      if (m_call->end_direct_wait() && m_call->try_claim()) settle_claimed(*m_call);
       throw;
     }
     return m_call->end_direct_wait();
