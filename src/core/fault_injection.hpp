@@ -12,15 +12,26 @@
 //       Py_NewInterpreterFromConfig a configuration that CPython rejects after
 //       it has begun building the interpreter, so CPython's own failure path
 //       runs, as it would for a real failure.
+//
+//   INTERP_RPC_FAIL_REPLY_COPY=<n>
+//       The nth reply (of setup() or of a call) that the engine copies out of
+//       a worker's interpreter in this process fails to allocate
+//       (std::bad_alloc), once. An address-space limit cannot aim at that
+//       copy: the worker's pickling of a reply needs as much memory, and
+//       fails first.
 #pragma once
 
 namespace interp_rpc::core::fault_injection {
 
-// The environment variable above.
+// The environment variables above.
 inline constexpr const char* fail_interpreter_variable = "INTERP_RPC_FAIL_INTERPRETER";
+inline constexpr const char* fail_reply_copy_variable = "INTERP_RPC_FAIL_REPLY_COPY";
 
 // Whether this creation of worker `index`'s interpreter must fail. True at
 // most once per process.
 bool fail_interpreter_creation(int index) noexcept;
+
+// Whether this copy of a reply must fail (counts the copies).
+bool fail_reply_copy() noexcept;
 
 }  // namespace interp_rpc::core::fault_injection

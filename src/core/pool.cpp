@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <new>
 #include <thread>
 
 #include "core/buffer_lease.hpp"
@@ -78,7 +79,17 @@ bool read_reply(PyObject* result, int& kind, std::string& reply, std::int64_t* c
   PyObject* bytes = PyTuple_GET_ITEM(result, 1);
   if (!PyBytes_Check(bytes)) return false;
   kind = static_cast<int>(PyLong_AsLong(PyTuple_GET_ITEM(result, 0)));
-  reply.assign(PyBytes_AS_STRING(bytes), static_cast<std::size_t>(PyBytes_GET_SIZE(bytes)));
+  const auto size = static_cast<std::size_t>(PyBytes_GET_SIZE(bytes));
+  try {
+    if (fault_injection::fail_reply_copy()) throw std::bad_alloc();
+    reply.assign(PyBytes_AS_STRING(bytes), size);
+  } catch (const std::bad_alloc&) {
+    // On the worker's thread, an escaping bad_alloc would end the process.
+    kind = reply_engine_error;
+    reply = "out of memory: the engine could not copy the worker's " + std::to_string(size) +
+            "-byte reply out of its interpreter";
+    return !PyErr_Occurred();
+  }
   for (std::size_t i = 0; i < n_costs; ++i) {
     costs[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(result, static_cast<Py_ssize_t>(2 + i)));
   }

@@ -1,11 +1,17 @@
-"""Asking for more memory than an address-space limit allows (RLIMIT_AS), in a
-worker and in a result: MemoryError, and the pool serves on (memory_limits.py)."""
+"""Allocation failures: asking for more memory than an address-space limit
+allows (RLIMIT_AS), in a worker and in a result, is a MemoryError and the
+pool serves on (memory_limits.py); the engine's own copy of a reply failing
+to allocate (its fault hook) is a clear error, never the end of the process."""
 
 from __future__ import annotations
 
 import pytest
-from conftest import EXIT_LIMIT, HERE, Run, run_program
+from conftest import EXIT_LIMIT, HERE, LIFECYCLE, Run, assert_ended_well, run_program
 from memory_limits import STEPS
+from pool_lifecycle import WORKERS
+
+REPLY_COPY_FAULT = "INTERP_RPC_FAIL_REPLY_COPY"
+OUT_OF_MEMORY = "out of memory: the engine could not copy the worker's "
 
 
 @pytest.fixture(scope="module")
@@ -21,3 +27,21 @@ def test_memory_beyond_the_limit_is_a_memory_error_and_the_pool_serves_on(
     outcome = run.event(step)
     assert outcome["memory_error"] is True, run
     assert outcome["then"] == 3, run
+
+
+def test_a_setup_reply_the_engine_cannot_copy_is_a_pool_init_error() -> None:
+    run = run_program([str(LIFECYCLE)], {REPLY_COPY_FAULT: "1"})  # a worker's setup() reply
+    created = run.event("create")
+    assert created["error"] == "PoolInitError", run
+    assert OUT_OF_MEMORY in created["message"], run
+    assert_ended_well(run)
+
+
+def test_a_call_reply_the_engine_cannot_copy_is_an_error_and_the_pool_serves_on() -> None:
+    # The setup() replies of the WORKERS workers are copied first.
+    run = run_program([str(LIFECYCLE)], {REPLY_COPY_FAULT: str(WORKERS + 1)})
+    called = run.event("call")
+    assert called["error"] == "InterpRpcError", run
+    assert OUT_OF_MEMORY in called["message"], run
+    assert "error" not in run.event("close"), run
+    assert_ended_well(run)
