@@ -33,16 +33,21 @@ def report(event: str, **fields: object) -> None:
     print(json.dumps({"event": event, **fields}), flush=True)
 
 
-with InterpreterPool(workers=2) as pool:
-    pool.call(len, b"every worker started")
-    limit = mapped_bytes() + LIMIT_HEADROOM
-    resource.setrlimit(resource.RLIMIT_AS, (limit, resource.RLIM_INFINITY))
-    for step, target, size in STEPS:
-        try:
-            pool.call(target, size)
-        except Exception as exc:
-            report(step, error=type(exc).__name__, memory_error=isinstance(exc, MemoryError),
-                   message=str(exc).splitlines()[0], then=pool.call(sum, [1, 2]))
-        else:
-            report(step, error=None, then=pool.call(sum, [1, 2]))
-report("end")
+def main() -> None:
+    with InterpreterPool(workers=2) as pool:
+        pool.call(len, b"every worker started")
+        limit = mapped_bytes() + LIMIT_HEADROOM
+        resource.setrlimit(resource.RLIMIT_AS, (limit, resource.RLIM_INFINITY))
+        for step, target, size in STEPS:
+            try:
+                pool.call(target, size)
+            except Exception as exc:
+                report(step, error=type(exc).__name__, memory_error=isinstance(exc, MemoryError),
+                       message=str(exc).splitlines()[0], then=pool.call(sum, [1, 2]))
+            else:
+                report(step, error=None, then=pool.call(sum, [1, 2]))
+    report("end")
+
+
+if __name__ == "__main__":
+    main()
