@@ -129,7 +129,10 @@ def run_lifecycle(thread_fault_library: Path) -> Callable[..., Run]:
 def run_with_preloaded(library: Path, program: Path) -> Callable[..., Run]:
     """A function that runs ``program`` with ``library`` preloaded."""
 
+    # After whatever is preloaded already: a sanitizer's runtime must come first.
+    preload = " ".join(filter(None, [os.environ.get("LD_PRELOAD", ""), str(library)]))
+
     def run(*args: str, env: dict[str, str] | None = None) -> Run:
-        return run_program([str(program), *args], {"LD_PRELOAD": str(library), **(env or {})})
+        return run_program([str(program), *args], {"LD_PRELOAD": preload, **(env or {})})
 
     return run
