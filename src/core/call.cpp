@@ -35,7 +35,7 @@ bool call::complete(call_outcome outcome, int reply_kind, std::string reply, int
     m_reply_kind = reply_kind;
     m_reply = std::move(reply);
     m_worker_index = worker_index;
-    m_outcome.store(outcome, std::memory_order_release);
+    m_outcome.store(outcome, std::memory_order_seq_cst);  // D in call.hpp's settling protocol
     notify = m_has_waiters;
   }
   if (notify) m_cv.notify_all();

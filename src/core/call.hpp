@@ -82,14 +82,49 @@ class call {
   int worker_index() const noexcept { return m_worker_index; }
 
   // --- settling: exactly one party turns the reply into a Python result ------
-  // The first try_claim() wins: the caller that waited, or the completion
-  // thread. Both run in the main interpreter.
+  //
+  // Settling a finished call means running its Python side in the main
+  // interpreter (a future's outcome) and releasing what it holds there
+  // (completion_owner, held_buffers). Two parties can do it:
+  //   - the caller that waited for the call directly (begin_direct_wait() ...
+  //     end_direct_wait()), when end_direct_wait() says the call is done;
+  //   - the completion thread, which sees every finished call that
+  //     needs_completion(), and settles it when left_to_completion_thread().
+  //
+  // At most one settles: each must win try_claim(), a single exchange.
+  //
+  // At least one settles, and the completion thread skips a call whose
+  // caller is still waiting for it (no main-GIL round trip for a reply that
+  // the caller takes itself). The four operations involved are seq_cst:
+  //   caller:      W  direct_waiter = false   then  D? read the outcome
+  //   finisher:    D  store the outcome        then (through the completion
+  //   (worker, then the completion thread)          queue's lock) W? read direct_waiter
+  // They are totally ordered, each side's pair in program order. If the
+  // caller read "pending", D came after its read, so W came before the
+  // completion thread's read, which sees direct_waiter false and settles.
+  // If the completion thread read "waiting", its read came before W, so D
+  // did too, and the caller's read sees the call done and settles it.
+  // Plain acquire/release would allow both to read the old value (a store
+  // followed by a load of another variable may be reordered), and the call
+  // would never be settled: its future would hang and its buffers leak.
   bool try_claim() noexcept { return !m_claimed.exchange(true, std::memory_order_acq_rel); }
   bool claimed() const noexcept { return m_claimed.load(std::memory_order_acquire); }
 
-  // A caller is blocked in wait_for() and will settle the call itself; the
-  // completion thread then leaves it alone (see pool::completion_main).
-  std::atomic<bool> direct_waiter{false};
+  // The caller is about to wait for the call and settle it itself.
+  void begin_direct_wait() noexcept { m_direct_waiter.store(true, std::memory_order_seq_cst); }
+  // The caller's wait ended (done, timed out or interrupted). Returns whether
+  // the call is done: if so the caller must settle it (try_claim() decides
+  // against the completion thread); if not, the completion thread will.
+  bool end_direct_wait() noexcept {
+    m_direct_waiter.store(false, std::memory_order_seq_cst);
+    return m_outcome.load(std::memory_order_seq_cst) != call_outcome::pending;
+  }
+  // For the completion thread, with a call that is done: whether no caller
+  // waits on it, so that the completion thread must settle it (if it still
+  // wins try_claim()).
+  bool left_to_completion_thread() const noexcept {
+    return !m_direct_waiter.load(std::memory_order_seq_cst) && !claimed();
+  }
 
   // A main-interpreter object the completion thread must call back once the
   // call is done (a future to settle). Owned strong reference; touched only
@@ -113,6 +148,7 @@ class call {
   std::string m_reply;
   int m_worker_index = -1;
   std::atomic<bool> m_claimed{false};
+  std::atomic<bool> m_direct_waiter{false};
 
   std::mutex m_mutex;
   std::condition_variable m_cv;

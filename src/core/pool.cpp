@@ -2,14 +2,17 @@
 
 #include <algorithm>
 #include <chrono>
+#include <new>
 #include <thread>
 
 #include "core/buffer_lease.hpp"
 #include "core/clock.hpp"
 #include "core/codes.hpp"
+#include "core/fault_injection.hpp"
 #include "core/free_memory.hpp"
 #include "core/python_ref.hpp"
 #include "core/subinterpreter.hpp"
+#include "core/thread_start.hpp"
 
 namespace interp_rpc::core {
 
@@ -76,7 +79,17 @@ bool read_reply(PyObject* result, int& kind, std::string& reply, std::int64_t* c
   PyObject* bytes = PyTuple_GET_ITEM(result, 1);
   if (!PyBytes_Check(bytes)) return false;
   kind = static_cast<int>(PyLong_AsLong(PyTuple_GET_ITEM(result, 0)));
-  reply.assign(PyBytes_AS_STRING(bytes), static_cast<std::size_t>(PyBytes_GET_SIZE(bytes)));
+  const auto size = static_cast<std::size_t>(PyBytes_GET_SIZE(bytes));
+  try {
+    if (fault_injection::fail_reply_copy()) throw std::bad_alloc();
+    reply.assign(PyBytes_AS_STRING(bytes), size);
+  } catch (const std::bad_alloc&) {
+    // On the worker's thread, an escaping bad_alloc would end the process.
+    kind = reply_engine_error;
+    reply = "out of memory: the engine could not copy the worker's " + std::to_string(size) +
+            "-byte reply out of its interpreter";
+    return !PyErr_Occurred();
+  }
   for (std::size_t i = 0; i < n_costs; ++i) {
     costs[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(result, static_cast<Py_ssize_t>(2 + i)));
   }
@@ -227,6 +240,23 @@ void pool::shared_state::worker_died(int index, const std::string& detail) {
   changed.notify_all();
 }
 
+void pool::shared_state::never_started(int first, const std::string& first_reason,
+                                       const std::string& other_reason) {
+  for (int i = first; i < options.workers; ++i) {
+    const std::string& reason = i == first ? first_reason : other_reason;
+    {
+      std::lock_guard lock(mutex);
+      init_report& r = init[static_cast<std::size_t>(i)];
+      r.finished = true;
+      r.ok = false;
+      r.reply_kind = reply_engine_error;
+      r.reply = reason;
+      exited[static_cast<std::size_t>(i)] = true;
+    }
+    worker_died(i, reason);
+  }
+}
+
 bool pool::shared_state::all_exited_locked() const {
   for (bool e : exited) {
     if (!e) return false;
@@ -256,7 +286,7 @@ void pool::worker_main(std::shared_ptr<shared_state> shared, int index) {
     // Held while the interpreter ends (declared first, released last), so that
     // interrupt() never attaches to an interpreter being destroyed.
     std::unique_lock<std::mutex> gate(s.teardown_gate, std::defer_lock);
-    own_subinterpreter interp(main);
+    own_subinterpreter interp(main, fault_injection::fail_interpreter_creation(index));
     if (!interp.ok()) {
       std::lock_guard lock(s.mutex);
       s.init[slot].finished = true;
@@ -393,9 +423,21 @@ void pool::start() {
   std::lock_guard joining(m_join_mutex);
   const int n = m_shared->options.workers;
   m_threads.reserve(static_cast<std::size_t>(n));
-  m_completion_thread = std::thread(&pool::completion_main, m_shared);
-  m_completion_id.store(m_completion_thread.get_id());
-  for (int i = 0; i < n; ++i) m_threads.emplace_back(&pool::worker_main, m_shared, i);
+  try {
+    m_completion_thread = start_thread("the pool's completion thread", &pool::completion_main, m_shared);
+    m_completion_id.store(m_completion_thread.get_id());
+    for (int i = 0; i < n; ++i) {
+      m_threads.push_back(
+          start_thread("worker " + std::to_string(i) + "'s thread", &pool::worker_main, m_shared, i));
+    }
+  } catch (const thread_start_error& e) {
+    // m_threads[i] is worker i's thread: the workers after them have none.
+    const bool completion_started = m_completion_thread.joinable();
+    m_shared->never_started(static_cast<int>(m_threads.size()), e.what(),
+                            completion_started ? "not started, since " + e.thread() + " could not start"
+                                               : std::string("not started: ") + e.what());
+    begin_close(true);
+  }
 }
 
 pool::~pool() {
@@ -585,7 +627,7 @@ std::vector<int> pool::interrupt(const std::vector<int>& indices, std::int64_t t
     bool finished = false;
   };
   auto state = std::make_shared<progress>();
-  std::thread([shared = m_shared, indices, state] {
+  start_thread("the thread that interrupts workers", [shared = m_shared, indices, state] {
     std::vector<int> raised;
     {
       std::lock_guard gate(shared->teardown_gate);

@@ -81,7 +81,12 @@ class pool {
   // the pool alive until close() reported that no worker is stuck.
   ~pool();
 
-  // Starts the worker threads and the completion thread. Call once.
+  // Starts the completion thread, then the worker threads. Call once.
+  // A thread that cannot start (thread_start.hpp) fails the pool's start-up
+  // without throwing: every worker left without a thread is reported by
+  // wait_ready() as failed, with the reason, and counts as dead and exited;
+  // the pool closes, cancelling whatever was queued, and the threads that
+  // did start end once their setup() is done.
   void start();
 
   // Blocking. Waits until every worker finished setup() or the timeout passed.
@@ -138,7 +143,8 @@ class pool {
   // a way to cancel calls: target code may catch it, and code blocked in C
   // only sees it when it returns to Python). Gives up after timeout_ns
   // (< 0: no limit) if a worker never yields its GIL. Returns the workers it
-  // was raised in.
+  // was raised in. Throws thread_start_error, having raised nothing, if its
+  // helper thread cannot start.
   std::vector<int> interrupt(const std::vector<int>& indices, std::int64_t timeout_ns);
 
  private:
@@ -178,6 +184,11 @@ class pool {
     void finish(const call_ptr& c, call_outcome outcome, int reply_kind, std::string reply,
                 int worker_index);
     void worker_died(int index, const std::string& detail);
+    // Workers from `first` on have no thread: each is reported as failed to
+    // start (with `first_reason`, the others with `other_reason`), dead, and
+    // exited.
+    void never_started(int first, const std::string& first_reason,
+                       const std::string& other_reason);
     worker_fault take_fault(int index);
     worker_fault peek_fault(int index);
     bool all_exited_locked() const;

@@ -32,17 +32,19 @@ main_thread_state::~main_thread_state() {
   PyThreadState_DeleteCurrent();
 }
 
-own_subinterpreter::own_subinterpreter(main_thread_state& main) {
+own_subinterpreter::own_subinterpreter(main_thread_state& main, bool injected_failure) {
   // The defaults of an isolated interpreter: its own GIL and object
   // allocator, no fork/exec or daemon threads, and extension modules must
-  // declare that they support multiple interpreters.
+  // declare that they support multiple interpreters. CPython refuses an own
+  // allocator without that check, once it has allocated the interpreter's
+  // state: the injected failure takes that path.
   const PyInterpreterConfig config = {
       .use_main_obmalloc = 0,
       .allow_fork = 0,
       .allow_exec = 0,
       .allow_threads = 1,
       .allow_daemon_threads = 0,
-      .check_multi_interp_extensions = 1,
+      .check_multi_interp_extensions = injected_failure ? 0 : 1,
       .gil = PyInterpreterConfig_OWN_GIL,
   };
   PyThreadState* state = nullptr;
@@ -50,6 +52,7 @@ own_subinterpreter::own_subinterpreter(main_thread_state& main) {
   if (PyStatus_Exception(status) || state == nullptr) {
     // On failure the main thread state is attached again.
     m_error = status.err_msg != nullptr ? status.err_msg : "Py_NewInterpreterFromConfig failed";
+    if (injected_failure) m_error += " (an injected fault)";
     if (PyErr_Occurred()) PyErr_Clear();
     return;
   }

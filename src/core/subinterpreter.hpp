@@ -59,8 +59,9 @@ class own_subinterpreter {
  public:
   // Requires `main` to be attached. On failure, `error()` says why and this
   // thread is attached to no interpreter, or to `main` again (its destructor
-  // handles both).
-  explicit own_subinterpreter(main_thread_state& main);
+  // handles both). `injected_failure` (the fault tests, fault_injection.hpp)
+  // makes CPython refuse to create it.
+  explicit own_subinterpreter(main_thread_state& main, bool injected_failure = false);
   own_subinterpreter(const own_subinterpreter&) = delete;
   own_subinterpreter& operator=(const own_subinterpreter&) = delete;
   ~own_subinterpreter();

@@ -16,7 +16,6 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -35,6 +34,7 @@
 #include "core/live_feed.hpp"
 #include "core/live_view.hpp"
 #include "core/pool.hpp"
+#include "core/thread_start.hpp"
 
 namespace py = pybind11;
 namespace core = interp_rpc::core;
@@ -168,26 +168,29 @@ void release_call_resources(core::call& c, const std::string& target) {
   c.held_buffers.clear();
 }
 
+// Settles a finished call whose claim this party won: the future's outcome,
+// then what the call holds. Requires the main GIL.
+void settle_claimed(core::call& c) {
+  if (c.completion_owner != nullptr) {
+    try {
+      py::handle(c.completion_owner).attr("_settle")();
+    } catch (py::error_already_set& e) {
+      e.discard_as_unraisable("interp_rpc: settling a finished call");
+    }
+  }
+  release_call_resources(c, c.target);
+}
+
 // Settles calls whose callers are not waiting on them directly (futures, and
-// calls whose caller gave up waiting). Runs on the engine's completion thread.
+// calls whose caller gave up waiting): the completion thread's side of the
+// protocol in core/call.hpp. Runs on the engine's completion thread.
 void settle_completed(std::vector<core::call_ptr>& batch) {
   t_on_completion_thread = true;
-  std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with call_handle::stop_waiting
-  const auto needs_python = [](const core::call_ptr& c) {
-    return !c->direct_waiter.load() && !c->claimed();
-  };
-  if (std::none_of(batch.begin(), batch.end(), needs_python)) return;
+  const auto left_to_us = [](const core::call_ptr& c) { return c->left_to_completion_thread(); };
+  if (std::none_of(batch.begin(), batch.end(), left_to_us)) return;
   py::gil_scoped_acquire gil;
   for (const core::call_ptr& c : batch) {
-    if (c->direct_waiter.load() || !c->try_claim()) continue;
-    if (c->completion_owner != nullptr) {
-      try {
-        py::handle(c->completion_owner).attr("_settle")();
-      } catch (py::error_already_set& e) {
-        e.discard_as_unraisable("interp_rpc: settling a finished call");
-      }
-    }
-    release_call_resources(*c, c->target);
+    if (c->left_to_completion_thread() && c->try_claim()) settle_claimed(*c);
   }
 }
 
@@ -231,24 +234,21 @@ class call_handle {
  public:
   explicit call_handle(core::call_ptr c) : m_call(std::move(c)) {}
 
+  // The caller's side of the settling protocol (core/call.hpp): true means
+  // the call is done and this caller settles it (claim() decides against the
+  // completion thread); on false or an exception, the completion thread does.
   bool wait(std::optional<double> timeout) {
-    m_call->direct_waiter.store(true);
-    bool done = false;
+    m_call->begin_direct_wait();
     try {
-      done = wait_for_call(*m_call, timeout);
+      wait_for_call(*m_call, timeout);
     } catch (...) {
-      stop_waiting();
+      // Interrupted (Ctrl-C). A call that finished meanwhile may have been
+      // left to us by the completion thread, and our caller is not going to
+      // settle it: settle it here.
+      if (m_call->end_direct_wait() && m_call->try_claim()) settle_claimed(*m_call);
       throw;
     }
-    return stop_waiting() || done;
-  }
-
-  // After a wait: if the call finished while we were still marked as its
-  // waiter, the completion thread skipped it, so the caller must settle it.
-  bool stop_waiting() {
-    m_call->direct_waiter.store(false);
-    std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with settle_completed
-    return m_call->done();
+    return m_call->end_direct_wait();
   }
 
   bool claim() {
@@ -513,10 +513,19 @@ class engine {
     });
   }
 
+  // Called at interpreter exit, where an exception would stop the exit
+  // routine half-way: a helper thread that cannot start is a warning, and
+  // nobody was interrupted.
   std::vector<int> interrupt(const std::vector<int>& indices, std::optional<double> timeout) {
     const std::int64_t limit = to_timeout_ns(timeout);
-    py::gil_scoped_release unlocked;
-    return m_pool->interrupt(indices, limit);
+    try {
+      py::gil_scoped_release unlocked;
+      return m_pool->interrupt(indices, limit);
+    } catch (const core::thread_start_error& e) {
+      const std::string message = std::string("interp-rpc: no worker was interrupted: ") + e.what();
+      if (PyErr_WarnEx(PyExc_RuntimeWarning, message.c_str(), 1) < 0) throw py::error_already_set();
+      return {};
+    }
   }
 
   bool inject_fault(int index, const std::string& kind) {

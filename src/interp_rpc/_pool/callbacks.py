@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import threading
 import time
+import warnings
 from collections import deque
 from collections.abc import Callable
 
@@ -54,7 +55,23 @@ class _Runners:
                              daemon=True).start()
 
     def _start_runner(self) -> None:
-        threading.Thread(target=self._serve, name="interp-rpc callbacks", daemon=True).start()
+        try:
+            threading.Thread(target=self._serve, name="interp-rpc callbacks", daemon=True).start()
+        except RuntimeError as exc:  # the process is at a limit on threads
+            with self._lock:
+                self._starting -= 1
+            warnings.warn(f"interp-rpc: could not start a thread to run done-callbacks ({exc}; "
+                          "a limit on threads, such as pids.max or ulimit -u?): running them "
+                          "on this thread instead", RuntimeWarning, stacklevel=1)
+            self._run_due_here()
+
+    def _run_due_here(self) -> None:
+        while True:
+            with self._lock:
+                if not self._due:
+                    return
+                callback = self._due.popleft()
+            callback()
 
     def _blocked_locked(self) -> bool:
         """Whether callbacks are due and every runner is stuck in one."""

@@ -521,6 +521,8 @@ def execute(request: memoryview, buffers: list[memoryview]) -> tuple[int, bytes,
     finished = time.perf_counter_ns()
     try:
         reply = wire.dumps_result(result)
+    except MemoryError as exc:  # the process is out of memory: no fault of the value
+        return wire.RAISED, wire.dumps(wire.describe_exception(exc)), loaded - started, 0
     except Exception:
         culprit = _unshareable_result(result, mode)
         return wire.RESULT_UNSHAREABLE, wire.dumps(culprit), loaded - started, 0
