@@ -44,7 +44,8 @@ ASAN_OPTIONS = "detect_leaks=0:abort_on_error=0:halt_on_error=1"
 #: Suites that assert how little the process's RSS grows. ASan's quarantine
 #: of freed memory (what finds a use after free) grows it by hundreds of MB:
 #: they run in a step of their own, without it.
-RSS_MEASURING_SUITES = ("tests/interp_rpc/test_leaks.py", "tests/interp_rpc/test_chaos.py")
+RSS_MEASURING_SUITES = ("tests/interp_rpc/pool/test_leaks.py",
+                        "tests/interp_rpc/pool/test_chaos.py")
 NO_QUARANTINE = "quarantine_size_mb=0:thread_local_quarantine_size_kb=0"
 UBSAN_OPTIONS = "print_stacktrace=1:halt_on_error=1"
 

@@ -16,7 +16,7 @@ enum class call_status : int {
 };
 
 // Reply kinds the engine itself produces. The worker's Python code defines
-// the others (interp_rpc/_wire.py), with the same meaning for 0.
+// the others (interp_rpc/_worker/wire.py), with the same meaning for 0.
 inline constexpr int reply_kind_ok = 0;             // success
 inline constexpr int reply_kind_engine_error = 100;  // the bootstrap itself failed
 

@@ -1,9 +1,9 @@
 // The engine: N worker threads, each attached for its whole life to its own
 // subinterpreter (own GIL), fed from one queue.
 //
-// Threading rules (see README "How the engine works"):
+// Threading rules (see docs/architecture.md, "How the engine works"):
 //   - Workers run Python only in their own interpreter, through the Python
-//     code in `bootstrap_source` (interp_rpc/_worker.py), which defines
+//     code in `bootstrap_source` (interp_rpc/_worker/main.py), which defines
 //     `setup(config: memoryview) -> (kind, bytes)` and
 //     `execute(request: memoryview, buffers: list) -> (kind, bytes, ns, ns)`.
 //   - Methods marked "blocking" must be called without any GIL held: workers

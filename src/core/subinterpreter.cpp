@@ -9,7 +9,7 @@
 // Private API: its signature and meaning were checked against CPython 3.14
 // (pystate.c: fails, with RuntimeError set, only when the interpreter already
 // runs something on another thread). Another version must be checked again
-// (tests/interp_rpc/test_faults.py covers what it is for) before this range
+// (tests/interp_rpc/pool/test_faults.py covers what it is for) before this range
 // is widened.
 #if PY_VERSION_HEX < 0x030E0000 || PY_VERSION_HEX >= 0x030F0000
 #error "interp-rpc uses the private _PyInterpreterState_SetRunningMain, checked on CPython 3.14 only"

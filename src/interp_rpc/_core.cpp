@@ -9,7 +9,7 @@
 // Ownership: one registry holds every engine's pool, from before its worker
 // threads start until a close() saw every thread end. The Python Engine
 // object only uses the pool; when it is collected unclosed, its pool starts
-// closing and stays registered, and the exit routine (_exit_status.py)
+// closing and stays registered, and the exit routine (_pool/exit_status.py)
 // closes whatever is still registered. No thread is ever detached.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -600,7 +600,7 @@ PYBIND11_MODULE(_core, m) {
   m.attr("STATUS_TIMED_OUT") = status_timed_out;
   m.attr("STATUS_CLOSED") = status_closed;
   m.attr("STATUS_BROKEN") = status_broken;
-  // The order of the fields of Engine.records()'s tuples (interp_rpc._records.EngineRecord).
+  // The order of the fields of Engine.records()'s tuples (interp_rpc.records.EngineRecord).
   m.attr("RECORD_FIELDS") = py::make_tuple(
       "seq", "id", "worker", "target", "item_index", "item_count", "outcome", "reply_kind",
       "submitted_ns", "enqueued_ns", "started_ns", "finished_ns", "serialize_ns", "deserialize_ns",

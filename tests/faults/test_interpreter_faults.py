@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from conftest import Run, assert_ended_well
+from fault_runs import Run, assert_ended_well
 from pool_lifecycle import WORKERS
 
 FAULT_VARIABLE = "INTERP_RPC_FAIL_INTERPRETER"

@@ -3,7 +3,7 @@ settled all the same (interrupted_wait.py)."""
 
 from __future__ import annotations
 
-from conftest import HERE, run_program
+from fault_runs import HERE, run_program
 
 
 def test_a_call_that_finishes_during_an_interrupted_wait_still_settles_its_future() -> None:

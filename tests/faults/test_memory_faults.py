@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from conftest import EXIT_LIMIT, HERE, LIFECYCLE, Run, assert_ended_well, run_program
+from fault_runs import EXIT_LIMIT, HERE, LIFECYCLE, Run, assert_ended_well, run_program
 from memory_limits import STEPS
 from pool_lifecycle import WORKERS
 

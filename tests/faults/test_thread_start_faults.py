@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import EXIT_LIMIT, HERE, LIFECYCLE, Run, assert_ended_well, run_with_preloaded
+from fault_runs import EXIT_LIMIT, HERE, LIFECYCLE, Run, assert_ended_well, run_with_preloaded
 from pool_lifecycle import STEPS
 
 # What any thread-start error says (thread_start.hpp): the errno, its name,
