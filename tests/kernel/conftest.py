@@ -15,6 +15,10 @@ from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.manager import KernelManager, start_new_kernel
 
 KERNEL_NAME = "interp-rpc"
+# ipykernel, as Debian's python3-ipykernel installs it: the kernel ours is
+# compared with. A parity test runs against both and must pass on both.
+PEER_KERNEL_NAME = "python3"
+BOTH_KERNELS = (KERNEL_NAME, PEER_KERNEL_NAME)
 Message = dict[str, Any]
 
 
@@ -45,9 +49,16 @@ class Execution:
 
 
 class Kernel:
-    def __init__(self, manager: KernelManager, client: BlockingKernelClient) -> None:
+    def __init__(
+        self, manager: KernelManager, client: BlockingKernelClient, name: str = KERNEL_NAME
+    ) -> None:
         self.manager = manager
         self.client = client
+        self.name = name
+
+    @property
+    def is_ours(self) -> bool:
+        return self.name == KERNEL_NAME
 
     def send(self, code: str, **kwargs: Any) -> str:
         msg_id: str = self.client.execute(code, **kwargs)
@@ -109,9 +120,9 @@ def own_ipython_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
         os.environ["IPYTHONDIR"] = saved
 
 
-def start_kernel(**kwargs: Any) -> Kernel:
-    manager, client = start_new_kernel(kernel_name=KERNEL_NAME, startup_timeout=60, **kwargs)
-    return Kernel(manager, client)
+def start_kernel(name: str = KERNEL_NAME, **kwargs: Any) -> Kernel:
+    manager, client = start_new_kernel(kernel_name=name, startup_timeout=60, **kwargs)
+    return Kernel(manager, client, name)
 
 
 def stop_kernel(kernel: Kernel) -> None:
@@ -134,6 +145,28 @@ def kernel() -> Iterator[Kernel]:
 def shared_kernel() -> Iterator[Kernel]:
     """One kernel for the tests of a module that leave it usable."""
     k = start_kernel()
+    try:
+        yield k
+    finally:
+        stop_kernel(k)
+
+
+@pytest.fixture(params=BOTH_KERNELS)
+def each_kernel(request: pytest.FixtureRequest) -> Iterator[Kernel]:
+    """A kernel of its own, once ours and once ipykernel: the same test
+    runs against both, and both must pass it."""
+    k = start_kernel(request.param)
+    try:
+        yield k
+    finally:
+        stop_kernel(k)
+
+
+@pytest.fixture(params=BOTH_KERNELS, scope="module")
+def each_shared_kernel(request: pytest.FixtureRequest) -> Iterator[Kernel]:
+    """One kernel of each kind for the parity tests of a module that leave
+    it usable."""
+    k = start_kernel(request.param)
     try:
         yield k
     finally:
