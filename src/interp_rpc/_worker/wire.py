@@ -36,10 +36,12 @@ TARGET_UNRESOLVED = 3  # reply: pickled {"message", "failed_part"}
 ARGUMENTS_UNLOADABLE = 4  # reply: pickled describe_exception() of the unpickling error
 SETUP_FAILED = 5  # reply: pickled describe_exception() of what init= raised
 
-#: Top-level bytes arguments at least this large cross without being copied:
-#: the worker reads the caller's memory through a read-only memoryview.
-#: Read-only memoryviews always do, and borrow()ed buffers.
-ZERO_COPY_THRESHOLD = 64 * 1024
+#: Top-level bytes and bytearray arguments at least this large cross out of
+#: band: the worker copies them once, straight from the caller's memory, into
+#: an object of the same type (pickling them in band would copy them twice).
+#: Smaller ones are cheaper in band. Only memoryviews and borrow()ed buffers
+#: cross without a copy: a target gets the type it was given, at every size.
+OUT_OF_BAND_THRESHOLD = 64 * 1024
 
 
 class Borrowed:
@@ -175,16 +177,21 @@ def _view(view: memoryview, *, copy: bool) -> _View:
 
 
 def _crossing(value: Any) -> Any:
-    """A top-level argument as it crosses: buffers keep their format and shape;
-    writable ones are snapshotted unless borrowed; large bytes are not copied."""
+    """A top-level argument as it crosses: bytes and bytearrays arrive as
+    themselves; memoryviews keep their format and shape; writable buffers are
+    snapshotted unless borrowed."""
     kind = type(value)
     if kind is bytes:
-        return pickle.PickleBuffer(value) if len(value) >= ZERO_COPY_THRESHOLD else value
+        if len(value) < OUT_OF_BAND_THRESHOLD:
+            return value
+        # Immutable, so the worker can copy it from the caller's memory.
+        return _Copied(bytes, pickle.PickleBuffer(value))
     if kind is bytearray:
-        if len(value) < ZERO_COPY_THRESHOLD:
+        if len(value) < OUT_OF_BAND_THRESHOLD:
             return value  # pickled in band: a copy, arriving as a bytearray
-        # A snapshot that arrives as a bytearray too (the worker copies it out).
-        return _Snapshot(pickle.PickleBuffer(bytes(value)))
+        # The caller may change it once the call is made: a snapshot now, that
+        # the worker copies into its own bytearray.
+        return _Copied(bytearray, pickle.PickleBuffer(bytes(value)))
     if kind is memoryview:
         return _view(value, copy=not value.readonly)
     if kind is Borrowed:
@@ -196,16 +203,19 @@ def _crossing(value: Any) -> Any:
     return value
 
 
-class _Snapshot:
-    """A large bytearray's copy, rebuilt as a bytearray in the worker."""
+class _Copied:
+    """A large bytes or bytearray argument crossing out of band, rebuilt in
+    the worker by copying the buffer into the argument's own type."""
 
-    __slots__ = ("buffer",)
+    __slots__ = ("buffer", "kind")
 
-    def __init__(self, buffer: pickle.PickleBuffer) -> None:
+    def __init__(self, kind: type[bytes] | type[bytearray], buffer: pickle.PickleBuffer) -> None:
+        self.kind = kind
         self.buffer = buffer
 
     def __reduce_ex__(self, protocol: SupportsIndex) -> Any:
-        return bytearray, (self.buffer,)
+        # A builtin as the rebuilding callable: the worker needs no import.
+        return self.kind, (self.buffer,)
 
 
 def _crossing_all(values: tuple[Any, ...] | list[Any]) -> Any:

@@ -1,9 +1,10 @@
 """Buffers keep their meaning across the boundary.
 
 A memoryview arrives with its format, item size and shape; strided views are
-copied; writable buffers are snapshotted unless lent with borrow(); large
-bytes are not copied; and a view left in cyclic garbage is not mistaken for
-one the target kept.
+copied; writable buffers are snapshotted unless lent with borrow(); bytes and
+bytearrays arrive as themselves at every size; read-only views are not
+copied; and a view left in cyclic garbage is not mistaken for one the target
+kept.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pytest
 from support import Gates, MakePool
 
 from interp_rpc import InterpreterPool, ShareabilityError, borrow
-from interp_rpc._worker.wire import ZERO_COPY_THRESHOLD
+from interp_rpc._worker.wire import OUT_OF_BAND_THRESHOLD
 
 
 def test_a_double_view_arrives_as_doubles(module_pool: InterpreterPool) -> None:
@@ -82,7 +83,7 @@ def test_a_view_of_an_unsupported_format_is_refused_by_name(
 def test_bytearray_is_snapshotted_when_the_call_is_made(pool: InterpreterPool,
                                                         gates: Gates) -> None:
     gate = gates.new()
-    data = bytearray(b"abcd" * (ZERO_COPY_THRESHOLD // 2))  # large: not copied before
+    data = bytearray(b"abcd" * (OUT_OF_BAND_THRESHOLD // 2))  # large: out of band
     future = pool.submit("buffertasks.head_when_open", data, gate.started, gate.gate)
     gate.wait_started()
     data[:4] = b"XXXX"
@@ -124,14 +125,42 @@ def test_borrow_refuses_what_it_cannot_lend(module_pool: InterpreterPool) -> Non
     assert "top-level argument" in info.value.reason
 
 
-def test_large_bytes_and_read_only_views_are_not_copied(module_pool: InterpreterPool) -> None:
-    large = b"x" * ZERO_COPY_THRESHOLD
-    assert module_pool.call("buffertasks.owner_type", large) == "BufferLease"
+SIZES_AROUND_THE_THRESHOLD = [0, 5, OUT_OF_BAND_THRESHOLD - 1, OUT_OF_BAND_THRESHOLD,
+                              4 * OUT_OF_BAND_THRESHOLD + 3]
+
+
+@pytest.mark.parametrize("size", SIZES_AROUND_THE_THRESHOLD)
+def test_bytes_arrive_as_bytes_at_every_size(module_pool: InterpreterPool, size: int) -> None:
+    # Large bytes once arrived as a read-only memoryview, and a target that
+    # worked on a small file failed on a large one ('memoryview' object has
+    # no attribute 'decode').
+    data = bytes(i % 251 for i in range(size))
+    assert module_pool.call("buffertasks.as_bytes_would", data) == (
+        "bytes", len(data), data[-3:], hash(data))
+    assert module_pool.call("buffertasks.as_bytes_would", data=data)[0] == "bytes"
+
+
+@pytest.mark.parametrize("size", SIZES_AROUND_THE_THRESHOLD)
+def test_bytearrays_arrive_as_bytearrays_at_every_size(module_pool: InterpreterPool,
+                                                       size: int) -> None:
+    data = bytearray(i % 251 for i in range(size))
+    assert module_pool.call("buffertasks.type_and_length", data) == ("bytearray", len(data))
+
+
+def test_large_bytes_map_items_arrive_as_bytes(module_pool: InterpreterPool) -> None:
+    items = [b"%d" % i * OUT_OF_BAND_THRESHOLD for i in range(3)]
+    assert list(module_pool.map("buffertasks.type_and_length", items)) == [
+        ("bytes", len(item)) for item in items]
+
+
+def test_read_only_views_are_not_copied(module_pool: InterpreterPool) -> None:
     assert module_pool.call("buffertasks.owner_type", memoryview(b"abc")) == "BufferLease"
+    large = memoryview(b"x" * OUT_OF_BAND_THRESHOLD)
+    assert module_pool.call("buffertasks.owner_type", large) == "BufferLease"
 
 
 def test_a_view_left_in_cyclic_garbage_is_not_retained(module_pool: InterpreterPool) -> None:
-    data = b"y" * ZERO_COPY_THRESHOLD
+    data = memoryview(b"y" * OUT_OF_BAND_THRESHOLD)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         assert module_pool.call("buffertasks.keep_in_a_cycle", data) == len(data)
@@ -141,4 +170,4 @@ def test_a_view_left_in_cyclic_garbage_is_not_retained(module_pool: InterpreterP
 def test_a_view_kept_for_good_still_warns(make_pool: MakePool) -> None:
     pool = make_pool(workers=1)
     with pytest.warns(RuntimeWarning, match="kept a view"):
-        pool.call("buffertasks.keep_for_good", b"z" * ZERO_COPY_THRESHOLD)
+        pool.call("buffertasks.keep_for_good", memoryview(b"z" * 64))
