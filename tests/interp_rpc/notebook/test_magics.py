@@ -183,8 +183,9 @@ def test_each_pool_option_takes_effect(shell: InteractiveShell, run: Run) -> Non
     magics = shell.magics_manager.registry["ParallelMagics"]
     pool = current_pool()
     assert pool.workers == 1
-    assert magics._options == {"workers": 1, "init": "import math", "init_timeout": 20.0}
-    assert magics.stuck_after == 3.0
+    assert magics.notebook_pool.options == {
+        "workers": 1, "init": "import math", "init_timeout": 20.0}
+    assert magics.notebook_pool.stuck_after == 3.0
     assert run("%parallel_pool --workers 2").error is None
     assert current_pool() is not pool and pool.closed and current_pool().workers == 2
 

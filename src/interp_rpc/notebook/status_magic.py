@@ -1,0 +1,46 @@
+"""%parallel_status: the table of workers (idle, busy, stuck, dead), kept
+updated in place by a background watch."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from IPython.core.error import UsageError
+from IPython.core.magic_arguments import argument, kwds, magic_arguments
+
+from interp_rpc._pool.pool import InterpreterPool
+from interp_rpc.notebook import cluster_view, live, options
+
+if TYPE_CHECKING:
+    from interp_rpc.notebook.magics import ParallelMagics
+
+
+@options.plain_help
+@magic_arguments()
+@kwds(usage="%(prog)s [--watch S | --stop]")
+@argument("--watch", type=float, default=60.0,
+          help="keep the table updated for this many seconds (default 60; 0: once), "
+               f"in the background; on a dask cluster it asks every process every "
+               f"{cluster_view.WATCH_REFRESH_SECONDS:g} s; replaces an earlier watch")
+@argument("--stop", action="store_true", help="stop updating the table of an earlier watch")
+def parallel_status(self: ParallelMagics, line: str) -> None:
+    """A table of workers (idle, busy, stuck, dead) that updates in place."""
+    args, rest = options.parse(parallel_status, line)
+    if args is None:
+        return
+    if rest:
+        raise UsageError(f"%parallel_status takes only options, not {rest!r}")
+    if args.stop:
+        live.stop_watch()
+        return
+    if args.watch < 0:
+        raise UsageError(f"--watch must be 0 or more seconds, not {args.watch:g}")
+    notebook = self.notebook_pool
+    if args.watch == 0:
+        notebook.show_status()
+        return
+    pool = notebook.pool
+    live.watch(live.LiveView(pool, stuck_after=notebook.stuck_after, duration=args.watch)
+               if isinstance(pool, InterpreterPool) else
+               cluster_view.StatusWatch(pool, stuck_after=notebook.stuck_after,
+                                        duration=args.watch))
