@@ -85,6 +85,19 @@ py::object send(const session& self, const py::object& stream, const py::object&
                                     {"content", message_content}});
 }
 
+// IPython's shell singleton, or None before it started (IPython may still be
+// importing on another thread: this never imports it).
+py::object started_shell() {
+  const py::dict modules = py::module_::import("sys").attr("modules");
+  if (!modules.contains("IPython.core.interactiveshell")) {
+    return py::none();
+  }
+  const py::object shell_class =
+      modules["IPython.core.interactiveshell"].attr("InteractiveShell");
+  return shell_class.attr("initialized")().cast<bool>() ? py::object(shell_class.attr("instance")())
+                                                        : py::object(py::none());
+}
+
 }  // namespace
 
 py::object make_kernel_object(py::module_& m, interpreter& owner) {
@@ -121,6 +134,15 @@ py::object make_kernel_object(py::module_& m, interpreter& owner) {
                              [](const kernel_object&) {
                                return py::module_::import("comm").attr("get_comm_manager")();
                              })
+      .def_property_readonly("shell", [](const kernel_object&) { return started_shell(); },
+                             "The IPython shell, once it has started (else None).")
+      .def_property_readonly(
+          "execution_count",
+          [](const kernel_object&) -> py::object {
+            const py::object shell = started_shell();
+            return shell.is_none() ? py::int_(0) : py::object(shell.attr("execution_count"));
+          },
+          "The number the next cell will get, as ipykernel's kernel says: the shell's.")
       .def_readonly("session", &kernel_object::session)
       .def_readonly("iopub_socket", &kernel_object::iopub_socket);
 

@@ -8,6 +8,8 @@
 //   msg_type, content, parent=..., buffers=..., metadata=...)` publishes on
 //   IOPub, as ipykernel's own Comm and older widget libraries do. The session
 //   sends on that socket only.
+// - shell and execution_count: the IPython shell and its count, as
+//   ipykernel's kernel has them.
 #pragma once
 
 #include <pybind11/pybind11.h>

@@ -18,13 +18,20 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.shellapp import InteractiveShellApp
 
+from interp_rpc_kernel import identity
 from interp_rpc_kernel.display import KernelDisplayHook, KernelDisplayPublisher
 from interp_rpc_kernel.history import KernelHistoryManager
 
 
-class KernelShell(InteractiveShell):
+class ZMQInteractiveShell(InteractiveShell):
     """InteractiveShell, paging to the frontend and with throttled history
-    writes (see history.py)."""
+    writes (see history.py).
+
+    It bears ipykernel's name for its shell, and identity.py makes it
+    importable under ipykernel's module name: libraries (rich, tqdm.auto)
+    tell a notebook kernel from a terminal by that name, and would otherwise
+    print for a terminal here.
+    """
 
     def init_hooks(self) -> None:
         super().init_hooks()
@@ -56,7 +63,7 @@ class KernelShell(InteractiveShell):
 
 
 class KernelShellApp(BaseIPythonApplication, InteractiveShellApp):
-    """Creates the KernelShell from the profile's configuration: its
+    """Creates the shell from the profile's configuration: its
     ipython_config.py, then interp_rpc_kernel_config.py for this kernel only
     (as ipykernel reads ipython_kernel_config.py)."""
 
@@ -67,7 +74,7 @@ class KernelShellApp(BaseIPythonApplication, InteractiveShellApp):
         # still turn jedi on.
         if "use_jedi" not in self.config.IPCompleter:
             self.config.IPCompleter.use_jedi = False
-        self.shell = KernelShell.instance(
+        self.shell = ZMQInteractiveShell.instance(
             parent=self,
             profile_dir=self.profile_dir,
             ipython_dir=self.ipython_dir,
@@ -75,6 +82,7 @@ class KernelShellApp(BaseIPythonApplication, InteractiveShellApp):
             display_pub_class=KernelDisplayPublisher,
             displayhook_class=KernelDisplayHook,
         )
+        identity.present_as_notebook_kernel(self.shell)
 
     def exit(self, exit_status: Any = 0) -> None:
         # IPython calls this, having logged why, when it cannot use the
