@@ -476,9 +476,10 @@ void interpreter::report(py::error_already_set& error) {
 nl::json interpreter::complete_request_impl(const std::string& code, int cursor_pos) {
   py::gil_scoped_acquire gil;
   try {
+    // (matches, start, end, metadata), as ipykernel's reply has them.
     const py::tuple completion = shell().attr("complete_code")(code, cursor_pos);
     return xeus::create_complete_reply(pyjson::to_json(completion[0]), completion[1].cast<int>(),
-                                       completion[2].cast<int>());
+                                       completion[2].cast<int>(), pyjson::to_json(completion[3]));
   } catch (py::error_already_set& e) {
     return error_reply(e);
   }

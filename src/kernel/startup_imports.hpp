@@ -4,13 +4,13 @@
 // third of it is IPython's terminal front end and jedi:
 // - `import IPython` runs `from .terminal.embed import embed`, which imports
 //   the terminal shell, prompt_toolkit and the terminal debugger;
-// - IPython's completer imports jedi if it is installed, though this kernel
-//   completes with IPython's own completer (use_jedi is off).
+// - IPython's completer imports jedi if it is installed, though no cell
+//   needs it before the first completion.
 // The kernel imports IPython with a stand-in for IPython.terminal.embed that
 // imports the real module the first time anything of it is used (calling
 // IPython.embed() too), and with jedi kept from loading during that import
-// only: a cell's own `import jedi` works, and so does the completer's once
-// use_jedi is turned on.
+// only: a cell's own `import jedi` works, and the completer imports it on its
+// first use.
 #pragma once
 
 #include <string_view>
@@ -29,8 +29,8 @@ void stand_in_for_terminal_embed();
 void bind_terminal_embed_stand_in();
 
 // Once IPython is imported: IPython's completer gets a stand-in for jedi
-// that imports it when used, so that turning IPCompleter.use_jedi on still
-// works (IPython's own default follows whether jedi imported: off here).
+// that imports it when used. (IPython's default for IPCompleter.use_jedi
+// follows whether jedi was imported with it; the shell turns it on itself.)
 void lend_jedi_to_the_completer();
 
 // Whether the kernel's import of IPython must not load this module.

@@ -44,15 +44,16 @@ def test_the_kernels_own_config_file_applies_after_ipythons(tmp_path: Path) -> N
     assert result.of_type("execute_result") == []
 
 
-def test_jedi_stays_off_unless_configured(tmp_path: Path, shared_kernel: Kernel) -> None:
-    off = shared_kernel.execute("print(get_ipython().Completer.use_jedi)")
-    assert off.stream() == "False\n"
-    kernel = kernel_with_profile(tmp_path, {"ipython_config.py": "c.IPCompleter.use_jedi = True\n"})
+def test_jedi_is_on_unless_configured_off(tmp_path: Path, shared_kernel: Kernel) -> None:
+    on = shared_kernel.execute("print(get_ipython().Completer.use_jedi)")
+    assert on.stream() == "True\n"
+    kernel = kernel_with_profile(tmp_path,
+                                 {"ipython_config.py": "c.IPCompleter.use_jedi = False\n"})
     try:
-        on = kernel.execute("print(get_ipython().Completer.use_jedi)")
+        off = kernel.execute("print(get_ipython().Completer.use_jedi)")
     finally:
         stop_kernel(kernel)
-    assert on.stream() == "True\n"
+    assert off.stream() == "False\n"
 
 
 def test_a_gui_event_loop_is_refused_with_a_reason(shared_kernel: Kernel) -> None:

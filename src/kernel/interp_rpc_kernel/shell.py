@@ -9,6 +9,7 @@ startup code run: they may print, display or open comms.
 
 from __future__ import annotations
 
+from importlib.util import find_spec
 from typing import Any
 
 from IPython.core import page, payloadpage
@@ -21,6 +22,10 @@ from IPython.core.shellapp import InteractiveShellApp
 from interp_rpc_kernel import identity
 from interp_rpc_kernel.display import KernelDisplayHook, KernelDisplayPublisher
 from interp_rpc_kernel.history import KernelHistoryManager
+
+#: Where a complete_reply's metadata lists each match's type and signature
+#: (JupyterLab shows them); IPython's and ipykernel's name for it.
+COMPLETION_TYPES_KEY = "_jupyter_types_experimental"
 
 
 class ZMQInteractiveShell(InteractiveShell):
@@ -51,15 +56,26 @@ class ZMQInteractiveShell(InteractiveShell):
                 f"the interp-rpc kernel runs no {gui} event loop; for plots, use %matplotlib inline"
             )
 
-    def complete_code(self, code: str, cursor_pos: int) -> tuple[list[str], int, int]:
-        """The matches for a complete_request, and the range they replace."""
+    def complete_code(
+        self, code: str, cursor_pos: int
+    ) -> tuple[list[str], int, int, dict[str, list[dict[str, Any]]]]:
+        """The matches for a complete_request, the range they replace, and the
+        reply's metadata: each match's type and signature, under the key
+        JupyterLab reads (as ipykernel's reply has them)."""
         with provisionalcompleter():
             completions = list(
                 rectify_completions(code, self.Completer.completions(code, cursor_pos))
             )
+        described = [
+            {"start": c.start, "end": c.end, "text": c.text, "type": c.type,
+             "signature": c.signature}
+            for c in completions
+        ]
+        metadata = {COMPLETION_TYPES_KEY: described}
         if not completions:
-            return [], cursor_pos, cursor_pos
-        return [c.text for c in completions], completions[0].start, completions[0].end
+            return [], cursor_pos, cursor_pos, metadata
+        return ([c.text for c in completions], completions[0].start, completions[0].end,
+                metadata)
 
 
 class KernelShellApp(BaseIPythonApplication, InteractiveShellApp):
@@ -70,10 +86,13 @@ class KernelShellApp(BaseIPythonApplication, InteractiveShellApp):
     name = "interp-rpc-kernel"
 
     def init_shell(self) -> None:
-        # IPython's completer starts quicker without jedi; a config file may
-        # still turn jedi on.
-        if "use_jedi" not in self.config.IPCompleter:
-            self.config.IPCompleter.use_jedi = False
+        # The completer uses jedi when it is installed, as in ipykernel: only
+        # jedi completes what needs inference (`sorted(x).ap`). IPython's
+        # default would say off, since the kernel kept jedi from loading with
+        # IPython (it loads on the first completion, startup_imports.hpp); a
+        # config file may still turn it off.
+        if "use_jedi" not in self.config.IPCompleter and find_spec("jedi") is not None:
+            self.config.IPCompleter.use_jedi = True
         self.shell = ZMQInteractiveShell.instance(
             parent=self,
             profile_dir=self.profile_dir,
