@@ -605,6 +605,8 @@ PYBIND11_MODULE(_core, m) {
       "seq", "id", "worker", "target", "item_index", "item_count", "outcome", "reply_kind",
       "submitted_ns", "enqueued_ns", "started_ns", "finished_ns", "serialize_ns", "deserialize_ns",
       "result_serialize_ns");
+  // How many call records an engine keeps: a cluster's merged log keeps as many.
+  m.attr("CALL_LOG_CAPACITY") = core::pool_options{}.call_log_capacity;
   m.attr("REPLY_OK") = core::reply_kind_ok;
   m.attr("REPLY_ENGINE_ERROR") = core::reply_kind_engine_error;
 

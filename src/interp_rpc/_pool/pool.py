@@ -243,7 +243,7 @@ class InterpreterPool(Executor):
     def call_records(self, after: int = 0) -> list[CallRecord]:
         """Finished requests, in the order they finished, oldest first.
 
-        The engine keeps the last 16384. ``after`` is a ``seq`` seen before:
+        The engine keeps the last ``CALL_LOG_CAPACITY`` (16384). ``after`` is a ``seq`` seen before:
         polling with the largest ``seq`` seen so far returns every record
         exactly once.
         """

@@ -50,6 +50,18 @@ def _profiling() -> ModuleType:
         _profiling_module = _load_sibling("profiling.py", "_interp_rpc_worker_profiling")
     return _profiling_module
 
+
+# _worker_output_relay, loaded by the first request whose output is relayed.
+_output_relay_module: ModuleType | None = None
+
+
+def _output_relay(queue_id: int) -> Any:
+    """An OutputRelay (output_relay.py) into the caller's queue ``queue_id``."""
+    global _output_relay_module
+    if _output_relay_module is None:
+        _output_relay_module = _load_sibling("output_relay.py", "_interp_rpc_worker_output_relay")
+    return _output_relay_module.OutputRelay(queue_id)
+
 # Resolved targets, by the request's target spec.
 _targets: dict[tuple[Any, ...], Callable[..., Any]] = {}
 
@@ -336,83 +348,7 @@ class MapStopped(Exception):
     iterator closed): the chunk ends before its next item."""
 
 
-class _RelayedStream:
-    """A worker's sys.stdout or sys.stderr while its output goes to the
-    caller: text is sent line by line, labelled with the item printing it."""
-
-    def __init__(self, relay: _OutputRelay, name: str) -> None:
-        self._relay = relay
-        self.name = name
-        self._pending: list[str] = []
-        self._size = 0
-
-    def write(self, text: str) -> int:
-        if not isinstance(text, str):
-            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
-        self._pending.append(text)
-        self._size += len(text)
-        if "\n" in text or self._size >= _RELAY_LINE_LIMIT:
-            self.flush()
-        return len(text)
-
-    def flush(self) -> None:
-        if self._pending:
-            text = "".join(self._pending)
-            self._pending.clear()
-            self._size = 0
-            self._relay.send(self.name, text)
-
-    def isatty(self) -> bool:
-        return False
-
-    def writable(self) -> bool:
-        return True
-
-
-#: A relayed stream sends what it holds once it has this many characters,
-#: even without a newline.
-_RELAY_LINE_LIMIT = 8192
-
-
-class _OutputRelay:
-    """What the targets of one chunk print goes, as it is printed, into the
-    caller's cross-interpreter queue as (interpreter id, item or None,
-    stream name, text); the caller shows it in the notebook cell."""
-
-    def __init__(self, queue_id: int) -> None:
-        from concurrent import interpreters
-
-        self._queue = interpreters.Queue(queue_id)
-        self._interpreter = interpreters.get_current().id
-        self.item: int | None = None
-        self.streams = (_RelayedStream(self, "stdout"), _RelayedStream(self, "stderr"))
-        self._saved: tuple[Any, Any] | None = None
-
-    def send(self, name: str, text: str) -> None:
-        self._queue.put((self._interpreter, self.item, name, text))
-
-    def at_item(self, index: int) -> None:
-        self.flush()
-        self.item = index
-
-    def flush(self) -> None:
-        for stream in self.streams:
-            stream.flush()
-
-    def __enter__(self) -> _OutputRelay:
-        self._saved = sys.stdout, sys.stderr
-        sys.stdout, sys.stderr = self.streams
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        try:
-            self.flush()
-        finally:
-            assert self._saved is not None
-            sys.stdout, sys.stderr = self._saved
-
-
-def _hooked(fn: Callable[..., Any], hooks: dict[str, Any], relay: _OutputRelay | None,
+def _hooked(fn: Callable[..., Any], hooks: dict[str, Any], relay: Any,
             failures: list[tuple[int, dict[str, str]]]) -> Callable[..., Any]:
     """fn, called once per item of a chunk with what the map asked (see
     MapRun): before each item, stop if the map was stopped (its "stop" flag
@@ -477,7 +413,7 @@ def execute(request: memoryview, buffers: list[memoryview]) -> tuple[int, bytes,
     stop: memoryview | None = None
     if hooks is not None:
         if hooks.get("output") is not None:
-            relay = _OutputRelay(hooks["output"])
+            relay = _output_relay(hooks["output"])
         if relay is None and not hooks.get("collect", False):
             stop = hooks.get("stop")  # the only hook: the chunk loops read it inline
         else:
@@ -554,28 +490,6 @@ def profile_functions(on: bool) -> dict[str, Any] | None:
     return None if profiler is None else profiler.results()
 
 
-class _Tee:
-    """Writes to a StringIO and to a relayed stream: a %%parallel cell's
-    output is both streamed as it is printed and returned at the end."""
-
-    def __init__(self, kept: Any, relayed: _RelayedStream) -> None:
-        self._kept = kept
-        self._relayed = relayed
-
-    def write(self, text: str) -> int:
-        self._kept.write(text)
-        return self._relayed.write(text)
-
-    def flush(self) -> None:
-        self._relayed.flush()
-
-    def isatty(self) -> bool:
-        return False
-
-    def writable(self) -> bool:
-        return True
-
-
 def run_cell(source: str, filename: str = "<parallel cell>",
              output: int | None = None) -> dict[str, Any]:
     """%%parallel: run a notebook cell in this worker's __main__.
@@ -596,8 +510,8 @@ def run_cell(source: str, filename: str = "<parallel cell>",
     kept = out, err
     relay = None
     if output is not None:
-        relay = _OutputRelay(output)
-        out, err = (_Tee(k, r) for k, r in zip(kept, relay.streams, strict=True))
+        relay = _output_relay(output)
+        out, err = relay.tees(kept)
     main = sys.modules["__main__"].__dict__
     before = dict(main)
     error = None

@@ -9,13 +9,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import fields
 from typing import Any
 
+from interp_rpc._pool.engine import _core
 from interp_rpc.dask._asking import ANSWER_TIMEOUT
 from interp_rpc.dask._placement import Process
 from interp_rpc.errors import WorkerInitFailure
 from interp_rpc.records import CallRecord, PoolStats, WorkerStatus
 
-#: The most call records kept (as the local engine keeps).
-RECORDS_KEPT = 16384
+#: The most call records kept, as many as each process's engine keeps.
+RECORDS_KEPT = _core.CALL_LOG_CAPACITY
 
 
 def failure_line(failure: WorkerInitFailure) -> str:

@@ -4,7 +4,7 @@ A map given ``output=relay.id`` (MapRun) has every worker of its chunks
 send what its targets print, line by line as printed, into a
 cross-interpreter queue (``concurrent.interpreters``); the caller takes the
 lines from here, labelled with the worker and the item that printed them
-(the worker side is _worker._OutputRelay). Without it, workers print where
+(the worker side is _worker/output_relay.py). Without it, workers print where
 the process prints.
 """
 
