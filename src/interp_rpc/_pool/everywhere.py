@@ -19,7 +19,7 @@ from interp_rpc._pool import replies, targets
 from interp_rpc.errors import CallTimeoutError, InterpRpcError, PoolBrokenError, WorkerDiedError
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Collection
 
     from interp_rpc._pool.engine import _core
     from interp_rpc._pool.pool import InterpreterPool
@@ -43,7 +43,7 @@ class EverywhereRun:
     pool; ``timeout`` is a deadline for all of them."""
 
     def __init__(self, pool: InterpreterPool, target: object, args: tuple[Any, ...],
-                 kwargs: dict[str, Any], timeout: float | None, workers: Sequence[int]) -> None:
+                 kwargs: dict[str, Any], timeout: float | None, workers: Collection[int]) -> None:
         self._pool = pool
         self._target = target
         self._name = targets.describe(target)

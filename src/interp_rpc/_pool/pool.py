@@ -11,9 +11,9 @@ from __future__ import annotations
 import sys
 import threading
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import Executor, Future
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from interp_rpc._pool import exit_policy, replies, targets
 from interp_rpc._pool.encoding import EncodedCall, encode_call
@@ -147,7 +147,7 @@ class InterpreterPool(Executor):
 
     def run_everywhere(self, target: Callable[..., Any] | str, args: tuple[Any, ...] = (),
                        kwargs: dict[str, Any] | None = None, *, timeout: float | None = None,
-                       workers: Sequence[int] | None = None) -> EverywhereRun:
+                       workers: Collection[int] | None = None) -> EverywhereRun:
         """Send ``target(*args, **kwargs)`` once to each worker (or each of
         ``workers``), for code that defines things everywhere, as %%parallel
         does. ``wait()`` on the run gives each worker's result or the error it
@@ -273,6 +273,11 @@ class InterpreterPool(Executor):
         the GIL (the interp-rpc kernel's live view)."""
         return self._engine.live_feed()
 
+    def worker_indices(self) -> list[int]:
+        """0 to workers - 1: the indices ``run_everywhere(workers=...)``
+        accepts, and that statuses, records and errors name workers by."""
+        return list(range(self.workers))
+
     def interpreter_ids(self) -> list[int]:
         """Each worker's interpreter id, by worker index."""
         return [int(i) for i in self._engine.interpreter_ids]
@@ -336,3 +341,9 @@ def _gave_up_message(timeout: float | None, left: list[tuple[int, str, float]]) 
     if ending:
         message += f" Still ending, with no call running: {', '.join(ending)}."
     return message
+
+
+if TYPE_CHECKING:
+    from interp_rpc._pool.contract import Pool
+
+    _KEEPS_THE_CONTRACT: type[Pool] = InterpreterPool

@@ -612,6 +612,12 @@ class ClusterPool(Executor):
         call records and errors name, each saying where it lives."""
         return [p.worker(i) for p in self._placement.live() for i in range(p.slots)]
 
+    def worker_indices(self) -> list[int]:
+        """Each live subinterpreter's index across the cluster: what
+        ``run_everywhere(workers=...)`` accepts, and what statuses, records
+        and errors name workers by."""
+        return [int(w) for w in self.subinterpreters()]
+
     def _ask_every_process(self, function: Callable[..., Any], *args: Any) -> dict[str, Any]:
         return {} if self._closed else self._ask(function, *args)
 
@@ -648,3 +654,9 @@ class ClusterPool(Executor):
 
 
 __all__ = ["ClusterPool", "ClusterWorker"]
+
+
+if TYPE_CHECKING:
+    from interp_rpc._pool.contract import Pool
+
+    _KEEPS_THE_CONTRACT: type[Pool] = ClusterPool

@@ -16,7 +16,6 @@ from interp_rpc._pool.pool import InterpreterPool
 from interp_rpc.display import errors as error_display
 from interp_rpc.notebook import live, options, worker_output
 from interp_rpc.notebook.errors import ParallelCellError
-from interp_rpc.notebook.notebook_pool import worker_indices
 
 if TYPE_CHECKING:
     from interp_rpc.notebook.magics import ParallelMagics
@@ -56,7 +55,7 @@ def parallel(self: ParallelMagics, line: str, cell: str | None = None) -> None:
     assert self.shell is not None
     notebook = self.notebook_pool
     pool = notebook.pool
-    existing = worker_indices(pool)
+    existing = pool.worker_indices()
     targets = _worker_list(args.targets) if args.targets is not None else existing
     unknown = sorted(set(targets) - set(existing))
     if unknown:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from interp_rpc.dask import ClusterPool
     from interp_rpc.profiling.model import Profile
 
-#: Either kind of pool the magics run on.
+#: Either kind of pool the magics run on; what both offer is _pool/contract.py's Pool.
 type Pool = InterpreterPool | ClusterPool
 
 #: Seconds %parallel_pool --dask ADDRESS waits for the scheduler by default.
@@ -64,14 +64,6 @@ def cluster_options(spec: str, connect_timeout: float | None) -> dict[str, Any]:
     if int(count) < 1:
         raise UsageError(f"--dask local:N needs at least 1 process, not {int(count)}")
     return {"cluster": None, "processes": int(count), "connect_timeout": None}
-
-
-def worker_indices(pool: Pool) -> list[int]:
-    """The indices --targets may name: 0..N-1 locally, each live
-    subinterpreter's cluster index on a dask cluster."""
-    if isinstance(pool, InterpreterPool):
-        return list(range(pool.workers))
-    return [int(w) for w in pool.subinterpreters()]
 
 
 class NotebookPool:

@@ -66,3 +66,12 @@ def test_errors_collect_puts_each_failure_in_its_place(any_pool: Any) -> None:
 def test_errors_takes_only_raise_or_collect(any_pool: Any) -> None:
     with pytest.raises(ValueError, match="errors must be 'raise' or 'collect', not 'ignore'"):
         any_pool.map(abs, [1], errors="ignore")
+
+
+def test_worker_indices_are_what_run_everywhere_and_statuses_use(any_pool: Any) -> None:
+    indices = any_pool.worker_indices()
+    assert len(indices) == any_pool.workers == 2
+    assert sorted(w.index for w in any_pool.status()) == sorted(indices)
+    chosen = indices[-1:]
+    outcomes = any_pool.run_everywhere("os.getpid", workers=chosen).wait()
+    assert list(outcomes) == chosen
