@@ -5,7 +5,6 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import itertools
-import os
 import threading
 import time
 import uuid
@@ -18,19 +17,23 @@ from interp_rpc._pool.encoding import EncodedCall, encode_call
 from interp_rpc._pool.validation import check_count, check_init, check_timeout
 from interp_rpc.dask import _asking, _cluster_map, _profiling
 from interp_rpc.dask._asking import ANSWER_TIMEOUT
-from interp_rpc.dask._cluster_reports import RecordLog, cluster_status, summed_stats
-from interp_rpc.dask._connect import connect
+from interp_rpc.dask._cluster_reports import (
+    RecordLog,
+    cluster_status,
+    summed_stats,
+    take_in_report,
+)
+from interp_rpc.dask._connect import client_for
 from interp_rpc.dask._jobs import EverywhereRun, Job
 from interp_rpc.dask._open_pools import open_pools, register_exit_handler
 from interp_rpc.dask._placement import ClusterWorker, Placement, Process
-from interp_rpc.dask._relayed_errors import relayed, relayed_init_failure
+from interp_rpc.dask._task_outcomes import death, settle_finished, task_error, timeout_error
 from interp_rpc.errors import (
     CallTimeoutError,
     InterpRpcError,
     PoolBrokenError,
     PoolClosedError,
     PoolInitError,
-    RemoteError,
     WorkerDiedError,
     WorkerInitFailure,
 )
@@ -95,7 +98,6 @@ class ClusterPool(Executor):
         self._placement = Placement()
         self._failed: dict[str, list[WorkerInitFailure]] = {}  # address -> why
         self._records = RecordLog()
-        self._owned_cluster: Any = None
         # Ids of the runs everywhere that processes joining later replay, in
         # order; the scheduler keeps the runs themselves (see _plugin).
         self._definitions: list[str] = []
@@ -104,18 +106,7 @@ class ClusterPool(Executor):
         # Profiles whose end a Ctrl-C may have kept from the processes: the
         # next profile ends them there first.
         self._stale_profiles: list[str] = []
-        if cluster is None:
-            self._owned_cluster = distributed.LocalCluster(
-                n_workers=processes or os.process_cpu_count() or 1, threads_per_worker=1,
-                processes=True, dashboard_address=None)
-            self._client = distributed.Client(self._owned_cluster)
-        elif isinstance(cluster, distributed.Client):
-            self._client = cluster
-        elif isinstance(cluster, str):
-            self._client = connect(cluster, connect_timeout)
-        else:
-            raise TypeError("cluster must be a scheduler address, a distributed.Client or None, "
-                            f"not {type(cluster).__name__}")
+        self._client, self._owned_cluster = client_for(cluster, processes, connect_timeout)
         self._owns_client = not isinstance(cluster, distributed.Client)
         self._name = f"interp-rpc-{uuid.uuid4().hex[:12]}"
         self._init_timeout = init_timeout
@@ -146,26 +137,9 @@ class ClusterPool(Executor):
 
     def _learn(self, address: str, report: dict[str, Any]) -> list[WorkerInitFailure]:
         """Take in a worker's report; the init failures it describes."""
-        if report["state"] == "ready":
-            self._placement.add(address, report["host"], report["pid"], report["slots"])
-            return []
-        if report["state"] != "failed":
-            return []
-        failure = report["failure"]
-        if isinstance(failure, PoolInitError):
-            # All its subinterpreters keep their indices, not only those that
-            # failed: the next process's indices start after them.
-            slots = max([report["slots"], *(f.worker + 1 for f in failure.failures)])
-            process = self._placement.add(address, report["host"], report["pid"], slots)
-            self._placement.mark_gone(address)
-            found = [relayed_init_failure(f, process) for f in failure.failures]
-        else:
-            process = self._placement.add(address, report["host"], report["pid"],
-                                          max(report["slots"], 1))
-            self._placement.mark_gone(address)
-            found = [WorkerInitFailure(process.worker(0), timed_out=False, error=None,
-                                       detail=f"{type(failure).__name__}: {failure}")]
-        self._failed[address] = found
+        found = take_in_report(self._placement, address, report)
+        if found:
+            self._failed[address] = found
         return found
 
     def _unregister(self, wait: float = ANSWER_TIMEOUT) -> None:
@@ -402,32 +376,14 @@ class ClusterPool(Executor):
         if job.task is not task or job.future.done():
             return  # an attempt the watcher gave up on, or a cancelled call
         if task.status == "finished":
-            try:
-                kind, payload, *partial = task.result()
-            except BaseException as exc:
-                job.settle(error=PoolBrokenError(
-                    f"the result of {job.request.name!r} could not be fetched: {exc}"))
-                return
-            if kind == "ok":
-                if job.collect:  # its failed items, named as the caller names them
-                    payload = [relayed(value, process, item_offset=job.item_offset)
-                               if isinstance(value, RemoteError) else value
-                               for value in payload]
-                job.settle(payload)
-            else:
-                if partial:
-                    job.partial = partial[0]
-                error = relayed(payload, process, item_offset=job.item_offset)
-                if isinstance(error, PoolInitError):
-                    # Its pool failed after it joined (replaying a
-                    # definition): no more calls go there.
-                    self._failed.setdefault(process.address, error.failures)
-                    self._placement.mark_gone(process.address)
-                job.settle(error=error)
+            failed_pool = settle_finished(job, process, task)
+            if failed_pool is not None:
+                self._failed.setdefault(process.address, failed_pool.failures)
+                self._placement.mark_gone(process.address)
         elif task.status == "cancelled":
             job.settle(error=self._lost_error(job))
         else:
-            job.settle(error=self._task_error(job, process, task))
+            job.settle(error=task_error(job, process, task))
 
     def _lost_error(self, job: Job) -> InterpRpcError:
         """A task dask cancelled, not us: the client lost its scheduler (it
@@ -438,34 +394,13 @@ class ClusterPool(Executor):
                                    "it may or may not have run")
         return PoolBrokenError(f"dask cancelled the call to {job.request.name!r}")
 
-    def _task_error(self, job: Job, process: Process, task: distributed.Future) -> BaseException:
-        try:
-            exc = task.exception()
-        except BaseException as fetch_error:
-            exc = fetch_error
-        name = type(exc).__name__
-        if name == "KilledWorker":
-            return WorkerDiedError(job.request.name, self._death(process))
-        return PoolBrokenError(f"dask failed the call to {job.request.name!r}: {name}: {exc}")
-
-    @staticmethod
-    def _death(process: Process) -> str:
-        return (f"dask worker {process.address} (process {process.pid} on {process.host}) "
-                "died while the call was on it")
-
     def _timeout_error(self, job: Job, timeout: float, *, completed: int | None = None,
                        total: int | None = None) -> CallTimeoutError:
         process = job.process
-        running = None
-        if process is not None:
-            running = self._ask(self._plugin_module.running_job, job.id,
-                                addresses=[process.address],
-                                timeout=WHERE_TIMEOUT).get(process.address)
-        if process is not None and isinstance(running, tuple):
-            return CallTimeoutError(job.request.name, timeout, worker=process.worker(running[0]),
-                                    running_seconds=running[1], completed=completed,
-                                    total=total)
-        return CallTimeoutError(job.request.name, timeout, completed=completed, total=total)
+        running = None if process is None else self._ask(
+            self._plugin_module.running_job, job.id, addresses=[process.address],
+            timeout=WHERE_TIMEOUT).get(process.address)
+        return timeout_error(job, timeout, running, completed=completed, total=total)
 
     # ------------------------------------------------------------ the watcher
 
@@ -511,7 +446,7 @@ class ClusterPool(Executor):
                 job.retries_left -= 1
                 self._dispatch(job, exclude=frozenset({process.address}))
             else:
-                job.settle(error=WorkerDiedError(job.request.name, self._death(process)))
+                job.settle(error=WorkerDiedError(job.request.name, death(process)))
 
     # -------------------------------------------------------------- lifecycle
 

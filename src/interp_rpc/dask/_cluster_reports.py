@@ -11,12 +11,38 @@ from typing import Any
 
 from interp_rpc._pool.engine import _core
 from interp_rpc.dask._asking import ANSWER_TIMEOUT
-from interp_rpc.dask._placement import Process
-from interp_rpc.errors import WorkerInitFailure
+from interp_rpc.dask._placement import Placement, Process
+from interp_rpc.dask._relayed_errors import relayed_init_failure
+from interp_rpc.errors import PoolInitError, WorkerInitFailure
 from interp_rpc.records import CallRecord, PoolStats, WorkerStatus
 
 #: The most call records kept, as many as each process's engine keeps.
 RECORDS_KEPT = _core.CALL_LOG_CAPACITY
+
+
+def take_in_report(placement: Placement, address: str,
+                   report: dict[str, Any]) -> list[WorkerInitFailure]:
+    """A process's report on its pool (the plugin's ``report``) taken into
+    ``placement``: a ready pool serves from now on; a failed one is placed
+    but gone, and its init failures are returned, named as the caller names
+    workers."""
+    if report["state"] == "ready":
+        placement.add(address, report["host"], report["pid"], report["slots"])
+        return []
+    if report["state"] != "failed":
+        return []
+    failure = report["failure"]
+    if isinstance(failure, PoolInitError):
+        # All its subinterpreters keep their indices, not only those that
+        # failed: the next process's indices start after them.
+        slots = max([report["slots"], *(f.worker + 1 for f in failure.failures)])
+        process = placement.add(address, report["host"], report["pid"], slots)
+        placement.mark_gone(address)
+        return [relayed_init_failure(f, process) for f in failure.failures]
+    process = placement.add(address, report["host"], report["pid"], max(report["slots"], 1))
+    placement.mark_gone(address)
+    return [WorkerInitFailure(process.worker(0), timed_out=False, error=None,
+                              detail=f"{type(failure).__name__}: {failure}")]
 
 
 def failure_line(failure: WorkerInitFailure) -> str:

@@ -1,14 +1,36 @@
-"""A client of a dask scheduler given by address, or an error that names it."""
+"""The dask client a ClusterPool talks through: of a scheduler given by
+address (or an error that names it), given ready, or of a LocalCluster the
+pool starts and owns."""
 
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING
+import os
+from typing import TYPE_CHECKING, Any
 
 from interp_rpc.dask._asking import ANSWER_TIMEOUT
 
 if TYPE_CHECKING:
     import distributed
+
+
+def client_for(cluster: str | distributed.Client | None, processes: int | None,
+               connect_timeout: float | None) -> tuple[distributed.Client, Any]:
+    """The client for ClusterPool(cluster), and the LocalCluster it started
+    (None unless ``cluster`` is None)."""
+    import distributed
+
+    if cluster is None:
+        local = distributed.LocalCluster(
+            n_workers=processes or os.process_cpu_count() or 1, threads_per_worker=1,
+            processes=True, dashboard_address=None)
+        return distributed.Client(local), local
+    if isinstance(cluster, distributed.Client):
+        return cluster, None
+    if isinstance(cluster, str):
+        return connect(cluster, connect_timeout), None
+    raise TypeError("cluster must be a scheduler address, a distributed.Client or None, "
+                    f"not {type(cluster).__name__}")
 
 
 def connect(address: str, timeout: float | None) -> distributed.Client:
