@@ -22,26 +22,10 @@ std::string escape_html(const std::string& s) {
   return out;
 }
 
-std::string seconds(double s) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, s < 10 ? "%.2f s" : "%.1f s", s);
-  return buffer;
-}
 
 std::string pad(std::string s, std::size_t width) {
   if (s.size() < width) s.append(width - s.size(), ' ');
   return s;
-}
-
-// A state's colour marks its cell's left edge; the word itself keeps the body
-// text colour. No theme colour of JupyterLab reads well as text in both its
-// themes on a table's striped rows: its muted grey is 4.499:1 there in the
-// light theme, its success green 3.9:1 and its error red 4.4:1 in the dark one
-// (WCAG AA asks 4.5:1). A stuck worker is told from a dead one by its word.
-const char* state_marker(const std::string& state) {
-  if (state == "busy") return "var(--jp-success-color1, #1a7f37)";
-  if (state == "stuck" || state == "dead") return "var(--jp-error-color1, #b42318)";
-  return "transparent";
 }
 
 // ", 12.5 items/s, ETA 3.20 s" once something is done (the ETA while items remain).
@@ -52,7 +36,7 @@ std::string rate_and_eta(const live_progress& progress) {
   std::snprintf(buffer, sizeof buffer, rate < 10 ? "%.2f" : "%.1f", rate);
   std::string out = std::string(", ") + buffer + " items/s";
   if (progress.done < progress.total) {
-    out += ", ETA " + seconds(static_cast<double>(progress.total - progress.done) / rate);
+    out += ", ETA " + seconds_text(static_cast<double>(progress.total - progress.done) / rate);
   }
   return out;
 }
@@ -70,8 +54,30 @@ std::int64_t map_item_counter::update(const call_log& log) {
 }
 
 std::string displayed_state(const worker_snapshot& w, double stuck_after_seconds) {
-  if (w.state == worker_state::busy && w.busy_seconds >= stuck_after_seconds) return "stuck";
-  return to_string(w.state);
+  return displayed_state(to_string(w.state), w.busy_seconds, stuck_after_seconds);
+}
+
+std::string displayed_state(std::string_view state, double busy_seconds,
+                            double stuck_after_seconds) {
+  if (state == "busy" && busy_seconds >= stuck_after_seconds) return "stuck";
+  return std::string(state);
+}
+
+// A state's colour marks its cell's left edge; the word itself keeps the body
+// text colour. No theme colour of JupyterLab reads well as text in both its
+// themes on a table's striped rows: its muted grey is 4.499:1 there in the
+// light theme, its success green 3.9:1 and its error red 4.4:1 in the dark one
+// (WCAG AA asks 4.5:1). A stuck worker is told from a dead one by its word.
+std::string_view state_marker(std::string_view state) {
+  if (state == "busy") return "var(--jp-success-color1, #1a7f37)";
+  if (state == "stuck" || state == "dead") return "var(--jp-error-color1, #b42318)";
+  return "transparent";
+}
+
+std::string seconds_text(double s) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, s < 10 ? "%.2f s" : "%.1f s", s);
+  return buffer;
 }
 
 live_rendering render_live_view(const std::vector<worker_snapshot>& workers,
@@ -86,7 +92,7 @@ live_rendering render_live_view(const std::vector<worker_snapshot>& workers,
     char percent[16];
     std::snprintf(percent, sizeof percent, "%.0f%%", fraction * 100);
     const std::string counts = std::to_string(progress.done) + "/" + std::to_string(progress.total);
-    const std::string timing = seconds(progress.elapsed_seconds) + rate_and_eta(progress);
+    const std::string timing = seconds_text(progress.elapsed_seconds) + rate_and_eta(progress);
     html += "<div class=\"interp-rpc-progress\"><b>" + escape_html(progress.target) + "</b> " +
             counts + " items (" + percent + "), " + timing +
             "<div style=\"background:var(--jp-layout-color3, #d0d7de);height:8px;width:320px;"
@@ -105,10 +111,10 @@ live_rendering render_live_view(const std::vector<worker_snapshot>& workers,
     const std::string state = displayed_state(w, stuck_after_seconds);
     const bool busy = w.state == worker_state::busy;
     const std::string item = busy && w.item_index >= 0 ? std::to_string(w.item_index) : "";
-    const std::string running = busy ? seconds(w.busy_seconds) : "";
+    const std::string running = busy ? seconds_text(w.busy_seconds) : "";
     const std::string target = busy ? w.target : (w.state == worker_state::dead ? w.detail : "");
     html += "<tr class=\"interp-rpc-" + state + "\"><td>" + std::to_string(w.index) +
-            "</td><td style=\"border-left:4px solid " + state_marker(state) +
+            "</td><td style=\"border-left:4px solid " + std::string(state_marker(state)) +
             ";font-weight:bold\">" + state +
             "</td><td>" + (target.empty() ? "" : "<code>" + escape_html(target) + "</code>") +
             "</td><td>" + item + "</td><td>" +

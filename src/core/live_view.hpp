@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/call_log.hpp"
@@ -55,5 +56,19 @@ live_rendering render_live_view(const std::vector<worker_snapshot>& workers,
 
 // "idle", "busy", "stuck", "dead"...: the state a person should read.
 std::string displayed_state(const worker_snapshot& w, double stuck_after_seconds);
+
+// The same for a worker reported as `state` ("busy", ...) that has been busy
+// for `busy_seconds`: a busy worker whose call has run stuck_after_seconds or
+// longer is "stuck". This is the one definition of stuck, for the local
+// pool's table and a cluster's (interp_rpc.records.WorkerStatus).
+std::string displayed_state(std::string_view state, double busy_seconds,
+                            double stuck_after_seconds);
+
+// The colour that marks the state cell of a row in a displayed state: a CSS
+// value, "transparent" for none (see live_view.cpp for why not the word).
+std::string_view state_marker(std::string_view displayed_state);
+
+// How the status tables write a duration: "2.50 s", "12.5 s".
+std::string seconds_text(double s);
 
 }  // namespace interp_rpc::core

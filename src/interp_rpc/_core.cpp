@@ -612,6 +612,22 @@ PYBIND11_MODULE(_core, m) {
 
   m.def("monotonic_ns", &core::now_ns, "The engine's clock (the same as time.monotonic_ns()).");
 
+  // The status tables' vocabulary (core/live_view.hpp), for the tables drawn
+  // in Python (a cluster's): one rule for "stuck", one colour per state.
+  m.attr("DEFAULT_STUCK_AFTER") = core::default_stuck_after_seconds;
+  m.def(
+      "displayed_state",
+      [](const std::string& state, double busy_seconds, double stuck_after) {
+        return core::displayed_state(state, busy_seconds, stuck_after);
+      },
+      py::arg("state"), py::arg("busy_seconds"), py::arg("stuck_after"),
+      "The state a person should read: 'stuck' for a worker busy that long, else `state`.");
+  m.def(
+      "state_marker", [](const std::string& state) { return std::string(core::state_marker(state)); },
+      py::arg("displayed_state"), "The CSS colour marking a displayed state's cell.");
+  m.def("seconds_text", &core::seconds_text, py::arg("seconds"),
+        "A duration as the status tables write it.");
+
   py::class_<call_handle>(m, "CallHandle")
       .def("wait", &call_handle::wait, py::arg("timeout") = py::none(),
            "Wait (GIL released) until the call finished; False on timeout.")

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from interp_rpc._pool.engine import _core
+
 
 @dataclass(frozen=True)
 class WorkerStatus:
@@ -19,6 +21,12 @@ class WorkerStatus:
     busy_seconds_total: float
     detail: str | None  # why a dead worker died
     call_id: int | None = None  # the running call's id (CallRecord.id once it finished)
+
+    def displayed_state(self, stuck_after: float) -> str:
+        """``state`` as a person should read it: "stuck" for a busy worker
+        whose call has run ``stuck_after`` seconds or longer. The engine's
+        rule, which the local pool's live table applies too."""
+        return _core.displayed_state(self.state, self.busy_seconds, stuck_after)
 
 
 @dataclass(frozen=True)

@@ -20,18 +20,12 @@ from itertools import groupby
 from time import monotonic
 from typing import TYPE_CHECKING, Any
 
+from interp_rpc._pool.engine import _core
 from interp_rpc.notebook import live
 from interp_rpc.records import WorkerStatus
 
 if TYPE_CHECKING:
     from interp_rpc.dask import ClusterPool
-
-#: A state's colour marks its cell's left edge, as in the local pool's table;
-#: the word keeps the body text colour (no Lab colour reads as text in both
-#: themes on striped rows). A stuck worker is told from a dead one by its word.
-_STATE_MARKERS = {"busy": "var(--jp-success-color1, #1a7f37)",
-                  "stuck": "var(--jp-error-color1, #b42318)",
-                  "dead": "var(--jp-error-color1, #b42318)"}
 
 _COLUMNS = ("worker", "state", "target", "item", "running for", "calls done")
 
@@ -45,14 +39,6 @@ WATCH_REFRESH_SECONDS = 0.5
 LATE_ANSWER_SECONDS = 2.0
 
 
-def _seconds(value: float) -> str:
-    return f"{value:.2f} s" if value < 10 else f"{value:.1f} s"
-
-
-def _state(w: WorkerStatus, stuck_after: float) -> str:
-    return "stuck" if w.state == "busy" and w.busy_seconds >= stuck_after else w.state
-
-
 def _process_of(w: WorkerStatus) -> tuple[str, int, str]:
     """(host, pid, dask worker address) of a cluster worker's process."""
     index: Any = w.index
@@ -64,8 +50,8 @@ def _cells(w: WorkerStatus, stuck_after: float) -> tuple[str, ...]:
     busy = w.state == "busy"
     target = (w.target or "") if busy else (w.detail or "") if w.state == "dead" else ""
     item = str(w.item_index) if busy and w.item_index is not None else ""
-    return (str(int(w.index)), _state(w, stuck_after), target, item,
-            _seconds(w.busy_seconds) if busy else "", str(w.calls_done))
+    return (str(int(w.index)), w.displayed_state(stuck_after), target, item,
+            _core.seconds_text(w.busy_seconds) if busy else "", str(w.calls_done))
 
 
 def status_bundle(statuses: Iterable[WorkerStatus], stuck_after: float,
@@ -84,7 +70,7 @@ def status_bundle(statuses: Iterable[WorkerStatus], stuck_after: float,
         text.append(title)
         for w in group:
             worker, state, target, item, running, calls = _cells(w, stuck_after)
-            marker = _STATE_MARKERS.get(state, "transparent")
+            marker = _core.state_marker(state)
             shown_target = f"<code>{html.escape(target)}</code>" if target else ""
             parts.append(f'<tr class="interp-rpc-{state}"><td>{worker}</td>'
                          f'<td style="border-left:4px solid {marker};font-weight:bold">{state}</td>'
@@ -298,7 +284,7 @@ class Progress:
     def _frame(self) -> dict[str, str]:
         fraction = self._done / self._total if self._total else 1.0
         counts = (f"{self._done}/{self._total} items ({fraction:.0%}), "
-                  f"{_seconds(monotonic() - self._started_at)}")
+                  f"{_core.seconds_text(monotonic() - self._started_at)}")
         bar = ('<div style="background:var(--jp-layout-color3, #d0d7de);height:8px;'
                'width:320px;border-radius:4px"><div style="background:'
                'var(--jp-success-color1, #1a7f37);height:8px;border-radius:4px;'

@@ -27,10 +27,15 @@ from collections.abc import Callable
 from time import monotonic_ns
 from typing import Any, Protocol
 
+from interp_rpc._pool.engine import _core
 from interp_rpc._pool.pool import InterpreterPool
 
 #: How often the live view is refreshed (at least twice a second).
 REFRESH_SECONDS = 0.25
+
+#: Seconds after which a busy worker shows as stuck, until --stuck-after:
+#: the engine's default, for every table.
+STUCK_AFTER = _core.DEFAULT_STUCK_AFTER
 
 # Debian's JupyterLab widgets extension ships without its stylesheet, which
 # leaves a progress bar 0 px tall: the kernel styles its bars itself, once.
@@ -108,7 +113,7 @@ class LiveView:
     """
 
     def __init__(self, pool: InterpreterPool, *, target: str = "", total: int = 0,
-                 stuck_after: float = 10.0, refresh: float = REFRESH_SECONDS,
+                 stuck_after: float = STUCK_AFTER, refresh: float = REFRESH_SECONDS,
                  duration: float | None = None, since: tuple[int, int] | None = None) -> None:
         """``since``: (call-log position, first call id) of the map shown, so
         that progress counts its items only, never those of another call

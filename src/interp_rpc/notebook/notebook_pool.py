@@ -30,8 +30,6 @@ type Pool = InterpreterPool | ClusterPool
 #: Seconds %parallel_pool --dask ADDRESS waits for the scheduler by default.
 CONNECT_TIMEOUT = 10.0
 
-#: Seconds after which a busy worker shows as stuck, until --stuck-after.
-STUCK_AFTER = 10.0
 
 #: Seconds a pool's init= may take, until --init-timeout.
 INIT_TIMEOUT = 30.0
@@ -78,7 +76,7 @@ class NotebookPool:
         # ClusterPool's own options while the pool is on a dask cluster:
         # cluster, processes, connect_timeout, workers_per_process.
         self.cluster: dict[str, Any] | None = None
-        self.stuck_after = STUCK_AFTER
+        self.stuck_after = live.STUCK_AFTER
         self.last_profile: Profile | None = None  # of the last %parallel_map or %%parallel
 
     @property

@@ -325,3 +325,24 @@ def test_the_widget_bar_shows_the_rate_and_eta_and_is_closed_at_the_end(
         list(results)
         view.stop()
     assert view._bar.comm is None and view._bar_label.comm is None  # closed
+
+
+@pytest.mark.parametrize(("state", "busy_seconds", "shown"), [
+    ("busy", 9.99, "busy"), ("busy", 10.0, "stuck"), ("busy", 60.0, "stuck"),
+    ("idle", 60.0, "idle"), ("dead", 60.0, "dead"),
+])
+def test_one_stuck_rule_for_both_status_tables(state: str, busy_seconds: float,
+                                                shown: str) -> None:
+    # The cluster's table (drawn in Python) once had its own copy of the
+    # engine's rule and colours; both now come from the engine.
+    from interp_rpc.notebook import cluster_view
+    from interp_rpc.records import WorkerStatus
+
+    status = WorkerStatus(index=0, state=state, target="t" if state == "busy" else None,
+                          item_index=None, busy_seconds=busy_seconds, calls_done=0,
+                          busy_seconds_total=busy_seconds, detail=None)
+    assert status.displayed_state(10.0) == shown
+    table = cluster_view.status_bundle([status], stuck_after=10.0)["text/html"]
+    marker = {"busy": "var(--jp-success-color1, #1a7f37)", "idle": "transparent"}.get(
+        shown, "var(--jp-error-color1, #b42318)")
+    assert f'<td style="border-left:4px solid {marker};font-weight:bold">{shown}</td>' in table
