@@ -85,6 +85,19 @@ class Kernel:
             if reply["parent_header"].get("msg_id") == msg_id:
                 return Execution(reply, outputs, others)
 
+    def reply_to(self, msg_id: str, timeout: float = 60) -> dict[str, Any]:
+        """The content of the shell reply to request ``msg_id``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            reply = self.client.get_shell_msg(timeout=max(0.1, deadline - time.monotonic()))
+            if reply["parent_header"].get("msg_id") == msg_id:
+                content: dict[str, Any] = reply["content"]
+                return content
+
+    def complete(self, code: str) -> dict[str, Any]:
+        """The content of the complete_reply for ``code``, cursor at its end."""
+        return self.reply_to(self.client.complete(code, len(code)))
+
     def execute(self, code: str, timeout: float = 30, **kwargs: Any) -> Execution:
         return self.collect(self.send(code, **kwargs), timeout)
 

@@ -3,22 +3,10 @@ complete, and the reply lists each match's type for JupyterLab."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from conftest import Kernel
 
 TYPES_KEY = "_jupyter_types_experimental"
-
-
-def complete(kernel: Kernel, code: str) -> dict[str, Any]:
-    msg_id = kernel.client.complete(code, len(code))
-    while True:
-        reply = kernel.client.get_shell_msg(timeout=60)
-        if reply["parent_header"].get("msg_id") == msg_id:
-            content: dict[str, Any] = reply["content"]
-            assert content["status"] == "ok", content
-            return content
 
 
 @pytest.mark.parametrize(("setup", "code", "wanted"), [
@@ -30,7 +18,8 @@ def test_completes_what_needs_inference(each_shared_kernel: Kernel, setup: str, 
                                         wanted: str) -> None:
     if setup:
         assert each_shared_kernel.execute(setup).status == "ok"
-    content = complete(each_shared_kernel, code)
+    content = each_shared_kernel.complete(code)
+    assert content["status"] == "ok", content
     start, end = content["cursor_start"], content["cursor_end"]
     completed = [code[:start] + match + code[end:] for match in content["matches"]]
     assert any(text.endswith(wanted) for text in completed), content["matches"]
@@ -38,7 +27,7 @@ def test_completes_what_needs_inference(each_shared_kernel: Kernel, setup: str, 
 
 def test_each_match_has_a_type(each_shared_kernel: Kernel) -> None:
     assert each_shared_kernel.execute("import os").status == "ok"
-    content = complete(each_shared_kernel, "os.pa")
+    content = each_shared_kernel.complete("os.pa")
     described = content["metadata"][TYPES_KEY]
     assert [d["text"] for d in described] == content["matches"]
     path = next(d for d in described if d["text"].endswith("path"))
@@ -47,6 +36,6 @@ def test_each_match_has_a_type(each_shared_kernel: Kernel) -> None:
 
 
 def test_nothing_to_complete_is_an_empty_reply(each_shared_kernel: Kernel) -> None:
-    content = complete(each_shared_kernel, "interp_rpc_no_such_name_")
+    content = each_shared_kernel.complete("interp_rpc_no_such_name_")
     assert content["matches"] == []
     assert content["cursor_start"] == content["cursor_end"] == len("interp_rpc_no_such_name_")

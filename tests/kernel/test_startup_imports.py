@@ -4,8 +4,6 @@ loaded, yet each is there for a cell that uses it."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from conftest import Kernel
 
 
@@ -54,19 +52,9 @@ def test_a_cell_can_import_jedi(kernel: Kernel) -> None:
     assert result.stream() == "jedi True\n"
 
 
-def completion(kernel: Kernel, code: str) -> dict[str, Any]:
-    """The content of the complete_reply for ``code``, cursor at its end."""
-    msg_id = kernel.client.complete(code, len(code))
-    while True:
-        reply = kernel.client.get_shell_msg(timeout=60)
-        if reply["parent_header"].get("msg_id") == msg_id:
-            content: dict[str, Any] = reply["content"]
-            return content
-
-
 def test_completion_still_answers(kernel: Kernel) -> None:
     kernel.execute("interp_rpc_value = 1")
-    content = completion(kernel, "interp_rpc_va")
+    content = kernel.complete("interp_rpc_va")
     assert content["status"] == "ok"
     assert "interp_rpc_value" in content["matches"]
 
@@ -75,7 +63,7 @@ def test_turning_jedi_on_in_the_completer_still_works(kernel: Kernel) -> None:
     kernel.execute("class Box:\n    interp_rpc_field = 1\nbox = Box()")
     turned = kernel.execute("%config IPCompleter.use_jedi = True")
     assert turned.status == "ok", turned.reply["content"]
-    content = completion(kernel, "box.interp_rpc_f")
+    content = kernel.complete("box.interp_rpc_f")
     assert content["status"] == "ok", content
     assert {"box.interp_rpc_field", "interp_rpc_field"} & set(content["matches"]), content
     loaded = kernel.execute("import sys\nprint('jedi' in sys.modules)")
