@@ -28,6 +28,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "_core_calls.hpp"
 #include "core/build_info.hpp"
 #include "core/clock.hpp"
 #include "core/codes.hpp"
@@ -38,54 +39,9 @@
 
 namespace py = pybind11;
 namespace core = interp_rpc::core;
+using namespace interp_rpc::binding;
 
 namespace {
-
-constexpr std::int64_t signal_check_interval_ns = 50'000'000;
-
-unsigned long g_main_thread_ident = 0;
-
-// Seconds (None: no limit) as the engine's nanoseconds (< 0: no limit).
-// Anything past what int64 nanoseconds hold (292 years), infinity included,
-// means no limit.
-std::int64_t to_timeout_ns(std::optional<double> seconds) {
-  if (!seconds) return -1;
-  if (std::isnan(*seconds)) throw py::value_error("timeout must be a number of seconds, not nan");
-  if (*seconds <= 0) return 0;
-  constexpr double max_seconds = static_cast<double>(std::numeric_limits<std::int64_t>::max()) / 1e9;
-  if (*seconds >= max_seconds) return -1;
-  return static_cast<std::int64_t>(*seconds * 1e9);
-}
-
-// Runs `wait(slice_ns) -> bool done` with the GIL released until it reports
-// done or the timeout passed. On the main thread it waits in slices and runs
-// signal handlers in between, raising whatever they raised
-// (KeyboardInterrupt). Returns whether it finished.
-template <class Wait>
-bool wait_interruptibly(Wait&& wait, std::optional<double> timeout) {
-  const bool on_main_thread = PyThread_get_thread_ident() == g_main_thread_ident;
-  const std::int64_t limit = to_timeout_ns(timeout);
-  const std::int64_t deadline = limit < 0 ? -1 : core::now_ns() + limit;
-  while (true) {
-    std::int64_t slice = limit < 0 ? -1 : std::max<std::int64_t>(0, deadline - core::now_ns());
-    if (on_main_thread && (slice < 0 || slice > signal_check_interval_ns)) {
-      slice = signal_check_interval_ns;
-    }
-    bool done = false;
-    {
-      py::gil_scoped_release unlocked;
-      done = wait(slice);
-    }
-    if (done) return true;
-    if (on_main_thread && PyErr_CheckSignals() != 0) throw py::error_already_set();
-    if (deadline >= 0 && core::now_ns() >= deadline) return false;
-  }
-}
-
-bool wait_for_call(core::call& c, std::optional<double> timeout) {
-  if (c.done()) return true;
-  return wait_interruptibly([&](std::int64_t slice) { return c.wait_for(slice); }, timeout);
-}
 
 // The one owner of every engine's pool (see the top of this file). Never
 // destroyed: at process exit it must not join threads from a static
@@ -132,154 +88,6 @@ pool_registry& registry() {
   static auto* const instance = new pool_registry;
   return *instance;
 }
-
-// Set on the engine's completion threads, the only threads that settle
-// futures for nobody in particular: done-callbacks must not run there.
-thread_local bool t_on_completion_thread = false;
-
-py::dict timing_dict(const core::call_timing& t) {
-  py::dict d;
-  d["submitted_ns"] = t.submitted_ns;
-  d["enqueued_ns"] = t.enqueued_ns;
-  d["started_ns"] = t.started_ns;
-  d["finished_ns"] = t.finished_ns;
-  d["serialize_ns"] = t.serialize_ns;
-  d["deserialize_ns"] = t.deserialize_ns;
-  d["result_serialize_ns"] = t.result_serialize_ns;
-  return d;
-}
-
-// Releases what the call holds in the main interpreter: the future to
-// settle and the caller's buffers. Requires the main GIL and a won claim.
-void release_call_resources(core::call& c, const std::string& target) {
-  Py_XDECREF(std::exchange(c.completion_owner, nullptr));
-  if (c.held_buffers.empty()) return;
-  if (c.buffers_retained.load()) {
-    // The target kept a view of the caller's memory: freeing it would leave
-    // the worker reading freed memory, so it stays alive for good.
-    const std::string message =
-        "target '" + target + "' kept a view of an argument buffer after the call returned; "
-        "interp-rpc keeps that buffer alive for the rest of the process. Copy the data "
-        "(bytes(view)) if a target needs it after the call.";
-    if (PyErr_WarnEx(PyExc_RuntimeWarning, message.c_str(), 2) < 0) PyErr_Clear();
-  } else {
-    for (Py_buffer& b : c.held_buffers) PyBuffer_Release(&b);
-  }
-  c.held_buffers.clear();
-}
-
-// Settles a finished call whose claim this party won: the future's outcome,
-// then what the call holds. Requires the main GIL.
-void settle_claimed(core::call& c) {
-  if (c.completion_owner != nullptr) {
-    try {
-      py::handle(c.completion_owner).attr("_settle")();
-    } catch (py::error_already_set& e) {
-      e.discard_as_unraisable("interp_rpc: settling a finished call");
-    }
-  }
-  release_call_resources(c, c.target);
-}
-
-// Settles calls whose callers are not waiting on them directly (futures, and
-// calls whose caller gave up waiting): the completion thread's side of the
-// protocol in core/call.hpp. Runs on the engine's completion thread.
-void settle_completed(std::vector<core::call_ptr>& batch) {
-  t_on_completion_thread = true;
-  const auto left_to_us = [](const core::call_ptr& c) { return c->left_to_completion_thread(); };
-  if (std::none_of(batch.begin(), batch.end(), left_to_us)) return;
-  py::gil_scoped_acquire gil;
-  for (const core::call_ptr& c : batch) {
-    if (c->left_to_completion_thread() && c->try_claim()) settle_claimed(*c);
-  }
-}
-
-// Takes a Py_buffer of each object, so the worker can read their memory
-// without copying it. Raises (having released what it took) on failure.
-void acquire_buffers(const py::list& objects, core::call& c, std::vector<core::buffer_view>& views) {
-  c.held_buffers.reserve(objects.size());
-  for (const py::handle& obj : objects) {
-    Py_buffer view;
-    if (PyObject_GetBuffer(obj.ptr(), &view, PyBUF_SIMPLE) < 0) {
-      for (Py_buffer& b : c.held_buffers) PyBuffer_Release(&b);
-      c.held_buffers.clear();
-      throw py::error_already_set();
-    }
-    c.held_buffers.push_back(view);
-  }
-  views.reserve(c.held_buffers.size());
-  for (const Py_buffer& b : c.held_buffers) views.push_back({b.buf, b.len});
-}
-
-constexpr int code(core::call_status status) { return static_cast<int>(status); }
-
-constexpr int status_replied = code(core::call_status::replied);
-constexpr int status_timed_out = code(core::call_status::timed_out);
-constexpr int status_closed = code(core::call_status::closed);
-constexpr int status_broken = code(core::call_status::broken);
-
-int status_of(core::call_outcome outcome) {
-  switch (outcome) {
-    case core::call_outcome::replied: return status_replied;
-    case core::call_outcome::worker_died: return code(core::call_status::worker_died);
-    case core::call_outcome::cancelled: return code(core::call_status::cancelled);
-    case core::call_outcome::pool_broken: return code(core::call_status::pool_broken);
-    case core::call_outcome::pending: break;
-  }
-  return status_timed_out;
-}
-
-// A submitted call, as the Python layer sees it.
-class call_handle {
- public:
-  explicit call_handle(core::call_ptr c) : m_call(std::move(c)) {}
-
-  // The caller's side of the settling protocol (core/call.hpp): true means
-  // the call is done and this caller settles it (claim() decides against the
-  // completion thread); on false or an exception, the completion thread does.
-  bool wait(std::optional<double> timeout) {
-    m_call->begin_direct_wait();
-    try {
-      wait_for_call(*m_call, timeout);
-    } catch (...) {
-      // Interrupted (Ctrl-C). A call that finished meanwhile may have been
-      // left to us by the completion thread, and our caller is not going to
-      // settle it: settle it here.
-      if (m_call->end_direct_wait() && m_call->try_claim()) settle_claimed(*m_call);
-      throw;
-    }
-    return m_call->end_direct_wait();
-  }
-
-  bool claim() {
-    if (m_call->try_claim()) m_won_claim = true;
-    return m_won_claim;
-  }
-
-  // Only the party that won the claim releases; anyone else (this handle
-  // after losing to the completion thread) leaves it to the winner.
-  bool release() {
-    if (!m_won_claim) return false;
-    release_call_resources(*m_call, m_call->target);
-    return true;
-  }
-
-  // claim() and release(), then the reply: (status, reply kind, reply,
-  // worker), in one crossing for a map's collection of each chunk.
-  py::tuple take() {
-    claim();
-    release();
-    const core::call& c = *m_call;
-    return py::make_tuple(status_of(c.outcome()), c.reply_kind(), py::bytes(c.reply()),
-                          c.worker_index());
-  }
-
-  const core::call_ptr& get() const { return m_call; }
-
- private:
-  core::call_ptr m_call;
-  bool m_won_claim = false;
-};
 
 class engine {
  public:
@@ -572,7 +380,8 @@ class engine {
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "The C++ engine of interp-rpc.";
-  g_main_thread_ident = py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
+  set_main_thread(
+      py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>());
 
   m.def(
       "build_info",
@@ -659,7 +468,7 @@ PYBIND11_MODULE(_core, m) {
       "Every engine whose threads have not all been joined yet, collected ones included: "
       "handles for the exit routine, whose loss never closes a pool.");
   m.def(
-      "on_completion_thread", [] { return t_on_completion_thread; },
+      "on_completion_thread", [] { return on_completion_thread(); },
       "Whether this is an engine's completion thread (done-callbacks must not run here).");
 
   py::class_<engine>(m, "Engine")
