@@ -58,3 +58,21 @@ def test_importing_the_shell_module_by_its_ipykernel_name(each_shared_kernel: Ke
     assert value_of(each_shared_kernel,
                     "__import__('importlib').import_module('ipykernel.zmqshell')"
                     ".ZMQInteractiveShell is type(get_ipython())") == "True"
+
+
+def test_ipykernels_comm_class_opens_sends_and_closes(each_kernel: Kernel) -> None:
+    # Older widget libraries (ipywidgets 7) open comms with ipykernel.comm.Comm.
+    execution = each_kernel.execute(
+        "from ipykernel.comm import Comm\n"
+        "c = Comm(target_name='interp_rpc_probe', data={'a': 1})\n"
+        "c.send({'b': 2})\n"
+        "print(isinstance(c, Comm), c.comm_id == c.comm_id.strip() != '')\n"
+        "c.close()\n")
+    assert execution.status == "ok", execution.outputs
+    assert execution.stream().strip() == "True True"
+    sent = [m for m in execution.outputs if m["msg_type"].startswith("comm_")]
+    assert [m["msg_type"] for m in sent] == ["comm_open", "comm_msg", "comm_close"]
+    assert sent[0]["content"]["target_name"] == "interp_rpc_probe"
+    assert sent[0]["content"]["data"] == {"a": 1}
+    assert sent[1]["content"]["data"] == {"b": 2}
+    assert len({m["content"]["comm_id"] for m in sent}) == 1
