@@ -36,7 +36,7 @@ inline constexpr double default_stuck_after_seconds = 10.0;
 // replied map chunks logged after `after_seq` whose call id is at least
 // `first_call_id` (the map's first call), so that calls that finished before
 // the map, or an earlier map's chunks still running, never count for it. The
-// same rule as interp_rpc.notebook.live.LiveView.done().
+// rule the notebook's LiveView counts by (InterpreterPool.map_item_counter).
 class map_item_counter {
  public:
   map_item_counter(std::uint64_t after_seq, std::uint64_t first_call_id)

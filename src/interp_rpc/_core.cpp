@@ -89,6 +89,14 @@ pool_registry& registry() {
   return *instance;
 }
 
+// A map's count of items done, read from its engine's call log.
+struct map_counter {
+  std::shared_ptr<const core::call_log> log;
+  core::map_item_counter counter;
+
+  std::int64_t update() { return counter.update(*log); }
+};
+
 class engine {
  public:
   engine(int workers, std::string bootstrap_source, std::string bootstrap_filename,
@@ -313,6 +321,12 @@ class engine {
     return py::make_tuple(r.html, r.text);
   }
 
+  // Counts one map's items done from the call log, by the rule the kernel's
+  // live view counts them (core::map_item_counter).
+  map_counter map_item_counter(std::uint64_t after_seq, std::uint64_t first_call_id) const {
+    return map_counter{m_pool->feed().log, core::map_item_counter(after_seq, first_call_id)};
+  }
+
   // A capsule the kernel uses to publish the live view from C++ threads.
   py::capsule live_feed() const {
     auto* feed = new core::live_feed(m_pool->feed());
@@ -437,6 +451,10 @@ PYBIND11_MODULE(_core, m) {
   m.def("seconds_text", &core::seconds_text, py::arg("seconds"),
         "A duration as the status tables write it.");
 
+  py::class_<map_counter>(m, "MapItemCounter")
+      .def("update", &map_counter::update,
+           "Reads what was logged since the last update; the items done so far.");
+
   py::class_<call_handle>(m, "CallHandle")
       .def("wait", &call_handle::wait, py::arg("timeout") = py::none(),
            "Wait (GIL released) until the call finished; False on timeout.")
@@ -499,6 +517,10 @@ PYBIND11_MODULE(_core, m) {
            py::arg("stuck_after") = core::default_stuck_after_seconds,
            "(html, text) of the live status display; progress counts items finished since "
            "items_at_start.")
+      .def("map_item_counter", &engine::map_item_counter, py::arg("after_seq"),
+           py::arg("first_call_id"),
+           "Counts the items of one map done: of replied chunks logged after after_seq "
+           "whose call id is first_call_id or later.")
       .def("live_feed", &engine::live_feed,
            "A PyCapsule 'interp_rpc.live_feed' for C++ readers of the status board.")
       .def_property_readonly("workers", [](engine& e) { return e.pool().workers(); })

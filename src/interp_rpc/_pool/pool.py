@@ -272,6 +272,14 @@ class InterpreterPool(Executor):
                                                    stuck_after)
         return str(html_text), str(text)
 
+    def map_item_counter(self, since: tuple[int, int]) -> _core.MapItemCounter:
+        """Counts the items of one map done so far (its ``update()``), for a
+        map begun at ``since`` (``log_position()`` then): items of its replied
+        chunks only, never those of a call that finished before it or of
+        another map. The engine's rule, which the kernel's live view applies
+        too; each update reads only what was logged since the last."""
+        return self._engine.map_item_counter(*since)
+
     def live_feed(self) -> object:
         """The engine's status feed, for a publisher that reads it without
         the GIL (the interp-rpc kernel's live view)."""

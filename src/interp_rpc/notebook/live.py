@@ -126,6 +126,7 @@ class LiveView:
         self._duration = duration
         self._display_id = f"interp-rpc-{uuid.uuid4().hex}"
         self._since = since
+        self._counter = None if since is None else pool.map_item_counter(since)
         self._items_at_start = pool.stats().items
         self._started_ns = monotonic_ns()
         self._stop = threading.Event()
@@ -160,13 +161,10 @@ class LiveView:
 
     def done(self) -> int:
         """Items of this map done so far."""
-        if self._since is None:
+        if self._counter is None:
             done = self._pool.stats().items - self._items_at_start
         else:
-            after, first_id = self._since
-            done = sum(r.item_count for r in self._pool.call_records(after)
-                       if r.id >= first_id and r.outcome == "replied"
-                       and r.item_index is not None)
+            done = self._counter.update()
         return min(self._total, done)
 
     def start(self) -> None:
