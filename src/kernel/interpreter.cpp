@@ -19,6 +19,7 @@
 #include <xeus/xhelper.hpp>
 
 #include "kernel/cell_parent.hpp"
+#include "kernel/child_processes.hpp"
 #include "kernel/input.hpp"
 #include "kernel/kernel_object.hpp"
 #include "kernel/python_config.hpp"
@@ -118,6 +119,8 @@ void interpreter::prepare_python() {
   // thread may do this.
   const py::module_ signal = py::module_::import("signal");
   signal.attr("signal")(SIGINT, signal.attr("default_int_handler"));
+  // The kernel's own C handler takes SIGINT from Python's (sigint_relay.hpp).
+  p_sigint_relay = std::make_unique<sigint_relay>(m_interrupter);
 
   const py::module_ sys = py::module_::import("sys");
   const std::string version = sys.attr("version").cast<std::string>();
@@ -435,6 +438,7 @@ nl::json interpreter::execute(const std::string& code, const xeus::execute_reque
     error = python_error{type_name(e.type()), py::str(e.value()).cast<std::string>(),
                          m_last_traceback};
   }
+  p_sigint_relay->restore();
   m_execution_count = m_shell.attr("execution_count").cast<int>();
   flush_streams();
 
@@ -535,6 +539,7 @@ nl::json interpreter::shutdown_request_impl(bool restart) {
 
 nl::json interpreter::interrupt_request_impl() {
   m_interrupter.interrupt();
+  interrupt_child_processes();
   return xeus::create_interrupt_reply();
 }
 
@@ -555,6 +560,13 @@ void interpreter::begin_request(const xeus::xmessage& request) {
                       {"content", field(request.content())},
                       {"buffers", nl::json::array()}};
   m_parent.exchange_main(xeus::xrequest_context(header, request.identities()));
+  if (!m_sigint_unblocked) {
+    // The server's threads run by now, with SIGINT blocked; the main thread
+    // and the threads and processes the cells start get it unblocked
+    // (interrupter.hpp).
+    unblock_sigint_in_this_thread();
+    m_sigint_unblocked = true;
+  }
   if (message["msg_type"] == "execute_request") {
     const auto cell_id = metadata.find("cellId");
     m_cell_id = cell_id != metadata.end() && cell_id->is_string() ? cell_id->get<std::string>() : "";

@@ -38,6 +38,7 @@
 #include "kernel/comm.hpp"
 #include "kernel/interrupter.hpp"
 #include "kernel/output_parent.hpp"
+#include "kernel/sigint_relay.hpp"
 #include "kernel/stream.hpp"
 #include "kernel/wake_pipe.hpp"
 
@@ -134,6 +135,8 @@ class interpreter final : public xeus::xinterpreter {
 
   output_parent m_parent;
   interrupter m_interrupter;
+  std::unique_ptr<sigint_relay> p_sigint_relay;  // from configure() on
+  bool m_sigint_unblocked = false;  // in the main thread, from the first request on
   kernel::comm_manager m_comms;
 
   pybind11::module_ m_module;  // our Python classes

@@ -9,6 +9,7 @@ startup code run: they may print, display or open comms.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from IPython.core import page, payloadpage
@@ -21,10 +22,27 @@ from IPython.core.shellapp import InteractiveShellApp
 from interp_rpc_kernel.display import KernelDisplayHook, KernelDisplayPublisher
 from interp_rpc_kernel.history import KernelHistoryManager
 
+# As ipykernel's ZMQInteractiveShell sets them, when the shell starts: what
+# the kernel was started with is replaced, what a cell sets later stays.
+CHILD_ENVIRONMENT = {
+    "TERM": "xterm-color",
+    "CLICOLOR": "1",
+    "FORCE_COLOR": "1",
+    "CLICOLOR_FORCE": "1",
+    "PAGER": "cat",
+    "GIT_PAGER": "cat",
+}
+
 
 class KernelShell(InteractiveShell):
     """InteractiveShell, paging to the frontend and with throttled history
     writes (see history.py)."""
+
+    def init_environment(self) -> None:
+        """What ipykernel's shell puts in the environment of the processes
+        cells start: no pager (nothing can answer one's keys), colours."""
+        super().init_environment()
+        os.environ.update(CHILD_ENVIRONMENT)
 
     def init_hooks(self) -> None:
         super().init_hooks()
