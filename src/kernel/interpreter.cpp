@@ -303,11 +303,14 @@ void interpreter::wire_shell() {
       [this](const py::object& etype, const py::object& evalue, const py::object& stb) {
         show_traceback(etype, evalue, stb);
       });
-  // Requests for the frontend, as ipykernel sends them: exit() and quit() ask
-  // it to shut the kernel down, %load puts code in the next cell.
+  // Requests for the frontend, as ipykernel sends them: exit() and quit() tell
+  // it the kernel ends (or, with keep_kernel=True, that only the frontend
+  // should close), %load puts code in the next cell.
   m_shell.attr("ask_exit") = py::cpp_function([this] {
+    const py::object keep_kernel = m_shell.attr("keepkernel_on_exit");
+    m_exit_requested = !keep_kernel.cast<bool>();
     m_shell.attr("payload_manager")
-        .attr("write_payload")(py::dict("source"_a = "ask_exit", "keepkernel"_a = false));
+        .attr("write_payload")(py::dict("source"_a = "ask_exit", "keepkernel"_a = keep_kernel));
   });
   m_shell.attr("set_next_input") = py::cpp_function(
       [this](const py::str& text, bool replace) {

@@ -101,6 +101,11 @@ class interpreter final : public xeus::xinterpreter {
   // KeyboardInterrupt, or a RuntimeError once stopping.
   pybind11::object& shell();
 
+  // Main thread: whether a cell called exit() or quit() (without
+  // keep_kernel=True); the kernel then ends once that cell has its reply, as
+  // ipykernel does, and the server restarts it.
+  bool exit_requested() const noexcept { return m_exit_requested; }
+
   bool on_main_thread() const noexcept { return m_parent.on_main_thread(); }
   // The request the calling thread's output belongs to (see output_parent).
   const xeus::xrequest_context& current_request() const { return m_parent.current(); }
@@ -154,6 +159,7 @@ class interpreter final : public xeus::xinterpreter {
   std::string m_banner;
 
   bool m_silent = false;  // true only while a silent execute request runs
+  bool m_exit_requested = false;
   std::vector<std::string> m_last_traceback;  // of the last error IPython showed
   std::atomic<int> m_execution_count{1};  // IPython's, mirrored for other threads
   // The request the main thread handles, and the last execute request (what

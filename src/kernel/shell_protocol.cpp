@@ -88,6 +88,11 @@ void shell_protocol::handle_execute(xeus::xmessage request) {
   // have gone out when this returns.
   notify_shell_listener(std::move(for_core));
   m_execute = {};
+  if (m_interpreter.exit_requested()) {
+    // exit() in the cell, whose reply and idle status are out: the server
+    // stops and the kernel ends, as after a shutdown request.
+    stop();
+  }
 }
 
 void shell_protocol::abort_queued_executes() {

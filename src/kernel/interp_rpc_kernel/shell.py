@@ -14,10 +14,12 @@ from typing import Any
 
 from IPython.core import page, payloadpage
 from IPython.core.application import BaseIPythonApplication
+from IPython.core.autocall import ExitAutocall, ZMQExitAutocall
 from IPython.core.completer import provisionalcompleter, rectify_completions
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.shellapp import InteractiveShellApp
+from traitlets import default
 
 from interp_rpc_kernel.display import KernelDisplayHook, KernelDisplayPublisher
 from interp_rpc_kernel.history import KernelHistoryManager
@@ -37,6 +39,15 @@ CHILD_ENVIRONMENT = {
 class KernelShell(InteractiveShell):
     """InteractiveShell, paging to the frontend and with throttled history
     writes (see history.py)."""
+
+    # exit() and quit() as ipykernel's: exit(keep_kernel=True) asks the
+    # frontend to close without ending the kernel. Set by ZMQExitAutocall, read
+    # by ask_exit (interpreter.cpp).
+    keepkernel_on_exit: bool | None = None
+
+    @default("exiter")
+    def _default_exiter(self) -> ExitAutocall:
+        return ZMQExitAutocall(self)
 
     def init_environment(self) -> None:
         """What ipykernel's shell puts in the environment of the processes
