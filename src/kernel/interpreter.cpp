@@ -87,7 +87,10 @@ void check_ipython_api() {
 
 }  // namespace
 
-interpreter::interpreter() : m_comms(*this) { xeus::register_interpreter(this); }
+interpreter::interpreter(std::string connection_file)
+    : m_comms(*this), m_connection_file(std::move(connection_file)) {
+  xeus::register_interpreter(this);
+}
 
 interpreter::~interpreter() = default;
 
@@ -113,6 +116,7 @@ void interpreter::prepare_python() {
   // live status publisher (interp_rpc/notebook/live.py).
   py::module_::import("sys").attr("modules")["_interp_rpc_kernel"] = m_module;
   m_kernel_object = make_kernel_object(m_module, *this);
+  m_module.attr("connection_file") = m_connection_file;  // %connect_info
 
   // CPython installs its KeyboardInterrupt handler only if SIGINT was not
   // ignored when the process started, and interrupts need it. Only the main

@@ -47,7 +47,8 @@ namespace interp_rpc::kernel {
 class interpreter final : public xeus::xinterpreter {
  public:
   // The constructing thread is the main thread; it must hold the GIL.
-  interpreter();
+  // connection_file: the file the kernel was started with, for %connect_info.
+  explicit interpreter(std::string connection_file);
   ~interpreter() override;
 
   // Main thread, once the server has stopped and before the xeus kernel (and
@@ -155,6 +156,7 @@ class interpreter final : public xeus::xinterpreter {
   pybind11::object m_stderr;
   stream* p_stdout = nullptr;  // owned by m_stdout
   stream* p_stderr = nullptr;  // owned by m_stderr
+  const std::string m_connection_file;
   std::string m_python_version;
   std::string m_banner;
 

@@ -32,7 +32,7 @@ void run(const std::string& connection_file, const char* argv0) {
   const char* python_argv[] = {argv0};
   py::scoped_interpreter python(&config, 1, python_argv, /*add_program_dir_to_path=*/false);
 
-  auto owned_interpreter = std::make_unique<kernel::interpreter>();
+  auto owned_interpreter = std::make_unique<kernel::interpreter>(connection_file);
   kernel::interpreter& interpreter = *owned_interpreter;
   xeus::xkernel xkernel(xeus::load_configuration(connection_file), xeus::get_user_name(),
                         xeus::make_zmq_context(), std::move(owned_interpreter),

@@ -23,6 +23,7 @@ from traitlets import default
 
 from interp_rpc_kernel.display import KernelDisplayHook, KernelDisplayPublisher
 from interp_rpc_kernel.history import KernelHistoryManager
+from interp_rpc_kernel.magics import KernelMagics
 
 # As ipykernel's ZMQInteractiveShell sets them, when the shell starts: what
 # the kernel was started with is replaced, what a cell sets later stays.
@@ -54,6 +55,10 @@ class KernelShell(InteractiveShell):
         cells start: no pager (nothing can answer one's keys), colours."""
         super().init_environment()
         os.environ.update(CHILD_ENVIRONMENT)
+
+    def init_magics(self) -> None:
+        super().init_magics()
+        self.register_magics(KernelMagics)
 
     def init_hooks(self) -> None:
         super().init_hooks()
