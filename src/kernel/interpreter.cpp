@@ -526,9 +526,15 @@ nl::json interpreter::is_complete_request_impl(const std::string& code) {
 }
 
 nl::json interpreter::kernel_info_request_impl() {
+  // ipykernel's seven, at their current addresses.
   const nl::json help_links = nl::json::array(
       {{{"text", "Python Reference"}, {"url", "https://docs.python.org/3.14/"}},
-       {{"text", "IPython Reference"}, {"url", "https://ipython.readthedocs.io/en/stable/"}}});
+       {{"text", "IPython Reference"}, {"url", "https://ipython.readthedocs.io/en/stable/"}},
+       {{"text", "NumPy Reference"}, {"url", "https://numpy.org/doc/stable/reference/"}},
+       {{"text", "SciPy Reference"}, {"url", "https://docs.scipy.org/doc/scipy/reference/"}},
+       {{"text", "Matplotlib Reference"}, {"url", "https://matplotlib.org/stable/"}},
+       {{"text", "SymPy Reference"}, {"url", "https://docs.sympy.org/latest/index.html"}},
+       {{"text", "pandas Reference"}, {"url", "https://pandas.pydata.org/docs/"}}});
   nl::json reply = xeus::create_info_reply(
       "interp-rpc", INTERP_RPC_VERSION, "python", m_python_version, "text/x-python", ".py",
       "ipython3", nl::json{{"name", "ipython"}, {"version", 3}}, "python", m_banner, help_links);

@@ -1,5 +1,6 @@
 #include "kernel/shell_protocol.hpp"
 
+#include <limits>
 #include <set>
 #include <utility>
 
@@ -16,6 +17,29 @@ constexpr bool default_stop_on_error = true;
 
 std::string message_type(const xeus::xmessage_base& message) {
   return message.header().value("msg_type", "");
+}
+
+// A history_request with ipykernel's defaults where xeus's differ: a range
+// starts at line 0 and, without a stop, runs to the end; a search without n
+// returns every match. (xeus takes 1, 10 and 10.) IPython's queries read the
+// largest int as "no limit".
+nl::json with_ipykernel_history_defaults(nl::json content) {
+  constexpr int no_limit = std::numeric_limits<int>::max();
+  if (!content.is_object()) {
+    return content;
+  }
+  const std::string access = content.value("hist_access_type", "");
+  if (access == "range") {
+    if (!content.contains("start")) {
+      content["start"] = 0;
+    }
+    if (!content.contains("stop")) {
+      content["stop"] = no_limit;
+    }
+  } else if (access == "search" && !content.contains("n")) {
+    content["n"] = no_limit;
+  }
+  return content;
 }
 
 // The request types xeus 6's kernel core has a handler for (xkernel_core's
@@ -57,6 +81,11 @@ void shell_protocol::handle(xeus::xmessage request) {
   }
   if (type == "execute_request") {
     handle_execute(std::move(request));
+  } else if (type == "history_request") {
+    nl::json content = with_ipykernel_history_defaults(request.content());
+    notify_shell_listener(xeus::xmessage(request.identities(), request.header(),
+                                         request.parent_header(), request.metadata(),
+                                         std::move(content), std::move(request).buffers()));
   } else if (type == "comm_open" || type == "comm_msg" || type == "comm_close" ||
              type == "comm_info_request") {
     m_interpreter.dispatch_comm_request(
