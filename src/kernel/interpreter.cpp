@@ -19,6 +19,7 @@
 #include <xeus/xhelper.hpp>
 
 #include "kernel/cell_parent.hpp"
+#include "kernel/child_processes.hpp"
 #include "kernel/input.hpp"
 #include "kernel/kernel_object.hpp"
 #include "kernel/python_config.hpp"
@@ -86,7 +87,10 @@ void check_ipython_api() {
 
 }  // namespace
 
-interpreter::interpreter() : m_comms(*this) { xeus::register_interpreter(this); }
+interpreter::interpreter(std::string connection_file)
+    : m_comms(*this), m_connection_file(std::move(connection_file)) {
+  xeus::register_interpreter(this);
+}
 
 interpreter::~interpreter() = default;
 
@@ -112,12 +116,15 @@ void interpreter::prepare_python() {
   // live status publisher (interp_rpc/notebook/live.py).
   py::module_::import("sys").attr("modules")["_interp_rpc_kernel"] = m_module;
   m_kernel_object = make_kernel_object(m_module, *this);
+  m_module.attr("connection_file") = m_connection_file;  // %connect_info
 
   // CPython installs its KeyboardInterrupt handler only if SIGINT was not
   // ignored when the process started, and interrupts need it. Only the main
   // thread may do this.
   const py::module_ signal = py::module_::import("signal");
   signal.attr("signal")(SIGINT, signal.attr("default_int_handler"));
+  // The kernel's own C handler takes SIGINT from Python's (sigint_relay.hpp).
+  p_sigint_relay = std::make_unique<sigint_relay>(m_interrupter);
 
   const py::module_ sys = py::module_::import("sys");
   const std::string version = sys.attr("version").cast<std::string>();
@@ -300,11 +307,14 @@ void interpreter::wire_shell() {
       [this](const py::object& etype, const py::object& evalue, const py::object& stb) {
         show_traceback(etype, evalue, stb);
       });
-  // Requests for the frontend, as ipykernel sends them: exit() and quit() ask
-  // it to shut the kernel down, %load puts code in the next cell.
+  // Requests for the frontend, as ipykernel sends them: exit() and quit() tell
+  // it the kernel ends (or, with keep_kernel=True, that only the frontend
+  // should close), %load puts code in the next cell.
   m_shell.attr("ask_exit") = py::cpp_function([this] {
+    const py::object keep_kernel = m_shell.attr("keepkernel_on_exit");
+    m_exit_requested = !keep_kernel.cast<bool>();
     m_shell.attr("payload_manager")
-        .attr("write_payload")(py::dict("source"_a = "ask_exit", "keepkernel"_a = false));
+        .attr("write_payload")(py::dict("source"_a = "ask_exit", "keepkernel"_a = keep_kernel));
   });
   m_shell.attr("set_next_input") = py::cpp_function(
       [this](const py::str& text, bool replace) {
@@ -435,6 +445,7 @@ nl::json interpreter::execute(const std::string& code, const xeus::execute_reque
     error = python_error{type_name(e.type()), py::str(e.value()).cast<std::string>(),
                          m_last_traceback};
   }
+  p_sigint_relay->restore();
   m_execution_count = m_shell.attr("execution_count").cast<int>();
   flush_streams();
 
@@ -516,9 +527,15 @@ nl::json interpreter::is_complete_request_impl(const std::string& code) {
 }
 
 nl::json interpreter::kernel_info_request_impl() {
+  // ipykernel's seven, at their current addresses.
   const nl::json help_links = nl::json::array(
       {{{"text", "Python Reference"}, {"url", "https://docs.python.org/3.14/"}},
-       {{"text", "IPython Reference"}, {"url", "https://ipython.readthedocs.io/en/stable/"}}});
+       {{"text", "IPython Reference"}, {"url", "https://ipython.readthedocs.io/en/stable/"}},
+       {{"text", "NumPy Reference"}, {"url", "https://numpy.org/doc/stable/reference/"}},
+       {{"text", "SciPy Reference"}, {"url", "https://docs.scipy.org/doc/scipy/reference/"}},
+       {{"text", "Matplotlib Reference"}, {"url", "https://matplotlib.org/stable/"}},
+       {{"text", "SymPy Reference"}, {"url", "https://docs.sympy.org/latest/index.html"}},
+       {{"text", "pandas Reference"}, {"url", "https://pandas.pydata.org/docs/"}}});
   nl::json reply = xeus::create_info_reply(
       "interp-rpc", INTERP_RPC_VERSION, "python", m_python_version, "text/x-python", ".py",
       "ipython3", nl::json{{"name", "ipython"}, {"version", 3}}, "python", m_banner, help_links);
@@ -536,6 +553,7 @@ nl::json interpreter::shutdown_request_impl(bool restart) {
 
 nl::json interpreter::interrupt_request_impl() {
   m_interrupter.interrupt();
+  interrupt_child_processes();
   return xeus::create_interrupt_reply();
 }
 
@@ -556,6 +574,13 @@ void interpreter::begin_request(const xeus::xmessage& request) {
                       {"content", field(request.content())},
                       {"buffers", nl::json::array()}};
   m_parent.exchange_main(xeus::xrequest_context(header, request.identities()));
+  if (!m_sigint_unblocked) {
+    // The server's threads run by now, with SIGINT blocked; the main thread
+    // and the threads and processes the cells start get it unblocked
+    // (interrupter.hpp).
+    unblock_sigint_in_this_thread();
+    m_sigint_unblocked = true;
+  }
   if (message["msg_type"] == "execute_request") {
     const auto cell_id = metadata.find("cellId");
     m_cell_id = cell_id != metadata.end() && cell_id->is_string() ? cell_id->get<std::string>() : "";

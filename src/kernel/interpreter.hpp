@@ -38,6 +38,7 @@
 #include "kernel/comm.hpp"
 #include "kernel/interrupter.hpp"
 #include "kernel/output_parent.hpp"
+#include "kernel/sigint_relay.hpp"
 #include "kernel/stream.hpp"
 #include "kernel/wake_pipe.hpp"
 
@@ -46,7 +47,8 @@ namespace interp_rpc::kernel {
 class interpreter final : public xeus::xinterpreter {
  public:
   // The constructing thread is the main thread; it must hold the GIL.
-  interpreter();
+  // connection_file: the file the kernel was started with, for %connect_info.
+  explicit interpreter(std::string connection_file);
   ~interpreter() override;
 
   // Main thread, once the server has stopped and before the xeus kernel (and
@@ -100,6 +102,11 @@ class interpreter final : public xeus::xinterpreter {
   // KeyboardInterrupt, or a RuntimeError once stopping.
   pybind11::object& shell();
 
+  // Main thread: whether a cell called exit() or quit() (without
+  // keep_kernel=True); the kernel then ends once that cell has its reply, as
+  // ipykernel does, and the server restarts it.
+  bool exit_requested() const noexcept { return m_exit_requested; }
+
   bool on_main_thread() const noexcept { return m_parent.on_main_thread(); }
   // The request the calling thread's output belongs to (see output_parent).
   const xeus::xrequest_context& current_request() const { return m_parent.current(); }
@@ -134,6 +141,8 @@ class interpreter final : public xeus::xinterpreter {
 
   output_parent m_parent;
   interrupter m_interrupter;
+  std::unique_ptr<sigint_relay> p_sigint_relay;  // from configure() on
+  bool m_sigint_unblocked = false;  // in the main thread, from the first request on
   kernel::comm_manager m_comms;
 
   pybind11::module_ m_module;  // our Python classes
@@ -147,10 +156,12 @@ class interpreter final : public xeus::xinterpreter {
   pybind11::object m_stderr;
   stream* p_stdout = nullptr;  // owned by m_stdout
   stream* p_stderr = nullptr;  // owned by m_stderr
+  const std::string m_connection_file;
   std::string m_python_version;
   std::string m_banner;
 
   bool m_silent = false;  // true only while a silent execute request runs
+  bool m_exit_requested = false;
   std::vector<std::string> m_last_traceback;  // of the last error IPython showed
   std::atomic<int> m_execution_count{1};  // IPython's, mirrored for other threads
   // The request the main thread handles, and the last execute request (what

@@ -30,10 +30,13 @@ void unblock_sigint_in_child() { set_sigint_blocked(false); }
 
 void block_sigint_in_this_thread() {
   set_sigint_blocked(true);
-  // A process forked by a cell (multiprocessing's fork, pexpect behind `!cmd`)
-  // runs code that expects the usual mask.
-  pthread_atfork(nullptr, nullptr, unblock_sigint_in_child);
+  // A process forked by one of the kernel's own threads runs code that
+  // expects the usual mask too. Registered once: handlers pile up.
+  static const int registered = pthread_atfork(nullptr, nullptr, unblock_sigint_in_child);
+  static_cast<void>(registered);
 }
+
+void unblock_sigint_in_this_thread() { set_sigint_blocked(false); }
 
 interrupter::interrupter() : m_main_thread(pthread_self()) {
   struct sigaction action {};
@@ -49,6 +52,7 @@ void interrupter::open() {
   if (m_stopping) {
     PyErr_SetInterrupt();
   }
+  publish_may_trip();  // once the window is open
 }
 
 void interrupter::close() {
@@ -61,6 +65,9 @@ void interrupter::close() {
     if (m_ended_depth > m_depth) {
       m_ended_depth = 0;
     }
+    // Before the stale trip below is discarded: a SIGINT from here on goes
+    // to interrupt(), which finds no window.
+    publish_may_trip();
     if (m_depth > 0) {
       // Back in the code around a nested window (a cell that called
       // run_cell): it gets the interrupt the inner report held back.
@@ -90,6 +97,7 @@ interrupter::report_scope::report_scope(interrupter& owner, bool ends_window) : 
     if (ends_window) {
       m_owner.m_ended_depth = m_owner.m_depth;
     }
+    m_owner.publish_may_trip();
   }
   // An interrupt that tripped the handler before the report began is held
   // back too, rather than raised inside the report.
@@ -107,6 +115,7 @@ interrupter::report_scope::report_scope(interrupter& owner, bool ends_window) : 
 interrupter::report_scope::~report_scope() {
   std::lock_guard lock(m_owner.m_mutex);
   --m_owner.m_reports;
+  m_owner.publish_may_trip();
   if (m_owner.holding() || !m_owner.m_held) {
     return;
   }
@@ -116,6 +125,18 @@ interrupter::report_scope::~report_scope() {
 
 bool interrupter::holding() const noexcept {
   return m_depth > 0 && (m_reports > 0 || m_ended_depth == m_depth);
+}
+
+void interrupter::publish_may_trip() noexcept {
+  m_may_trip.store(m_depth > 0 && !holding() && !m_waiting);
+}
+
+bool interrupter::trip_from_signal_handler() noexcept {
+  if (!m_may_trip.load()) {
+    return false;
+  }
+  PyErr_SetInterrupt();  // async-signal-safe
+  return true;
 }
 
 interrupter::request_guard::~request_guard() {
@@ -132,6 +153,7 @@ interrupter::request_guard::~request_guard() {
 interrupter::cancellable_wait::cancellable_wait(interrupter& owner) : m_owner(owner) {
   std::lock_guard lock(m_owner.m_mutex);
   m_owner.m_waiting = true;
+  m_owner.publish_may_trip();
   m_owner.m_cancel.drain();  // an interrupt of an earlier wait
   if (m_owner.m_stopping) {
     m_owner.m_cancel.notify();
@@ -141,6 +163,7 @@ interrupter::cancellable_wait::cancellable_wait(interrupter& owner) : m_owner(ow
 interrupter::cancellable_wait::~cancellable_wait() {
   std::lock_guard lock(m_owner.m_mutex);
   m_owner.m_waiting = false;
+  m_owner.publish_may_trip();
   m_owner.m_cancel.drain();
 }
 

@@ -1,19 +1,21 @@
 // Interrupting the Python code the main thread runs for a request.
 //
-// Jupyter's interrupt_request arrives on the control thread. CPython raises
+// Jupyter's interrupt_request arrives on the control thread; a SIGINT sent to
+// the kernel (`kill -INT`, os.kill in a cell, a frontend in signal mode)
+// reaches the sigint_relay (sigint_relay.hpp). Both end here. CPython raises
 // KeyboardInterrupt only in the main thread, once its SIGINT handler has
 // been tripped: PyErr_SetInterrupt() trips it from any thread, exactly once
 // per interrupt. A blocking call (time.sleep, a lock, a socket) must also be
 // woken: a private "wake" signal, sent to the main thread alone, makes it
 // fail with EINTR, and CPython then checks for the tripped handler.
 //
-// SIGINT itself is blocked in every thread, for the life of the kernel
-// (block_sigint_in_this_thread() in main(), before any thread exists, so that
-// all threads inherit the mask, including those a cell starts): the kernel's
-// interrupts come as messages, and a SIGINT that tripped the handler a
-// second time would raise a second KeyboardInterrupt, in IPython's handling
-// of the first, and turn the cell's error into a success. Forked children get
-// SIGINT unblocked again.
+// SIGINT is unblocked in the main thread and in the threads a cell starts, so
+// that the processes they spawn, by any means, start with the usual mask and
+// can be interrupted. The kernel's own C++ threads keep it blocked (main()
+// blocks it before any thread exists; the main thread unblocks it once the
+// server's threads run). The kernel's own C handler, not CPython's, takes
+// the signal, so that it trips Python's handler only through the logic
+// below: once, and only inside the window.
 //
 // The window. An interrupt is raised only while the user's code runs
 // (IPython's run_code, a comm callback), not while IPython does its own
@@ -32,13 +34,17 @@
 
 #include <pthread.h>
 
+#include <atomic>
 #include <mutex>
 
 #include "kernel/wake_pipe.hpp"
 
 namespace interp_rpc::kernel {
 
+// Blocks SIGINT in the calling thread, and in the threads it starts from now
+// on; a process forked from any thread gets it unblocked again.
 void block_sigint_in_this_thread();
+void unblock_sigint_in_this_thread();
 
 class interrupter {
  public:
@@ -115,9 +121,18 @@ class interrupter {
   };
   int cancel_fd() const noexcept { return m_cancel.fd(); }
 
-  // Any thread (the control thread). Returns whether it reached the user's
-  // code or a cancellable wait.
+  // Any thread (the control thread, the sigint_relay's). Returns whether it
+  // reached the user's code or a cancellable wait.
   bool interrupt();
+
+  // A SIGINT handler running on the main thread: async-signal-safe. Trips
+  // Python's handler if an interrupt may be raised right now (a window is
+  // open, no report holds interrupts, no cancellable wait runs) and returns
+  // true; otherwise returns false, and the caller hands the signal to
+  // interrupt() from another thread. Tripping here, before the signalled
+  // system call returns, is what makes `os.kill(os.getpid(), SIGINT);
+  // time.sleep(600)` raise before the sleep begins, as in plain CPython.
+  bool trip_from_signal_handler() noexcept;
 
   // Any thread (the control thread), when the kernel shuts down: interrupts
   // the user's code now and whenever it starts from now on (a cell queued or
@@ -130,6 +145,9 @@ class interrupter {
  private:
   // Whether an interrupt now is held back (see report_scope); with m_mutex.
   bool holding() const noexcept;
+  // Publishes for trip_from_signal_handler() whether an interrupt may be
+  // raised now; with m_mutex, after every change of the state below.
+  void publish_may_trip() noexcept;
 
   pthread_t m_main_thread;
   wake_pipe m_cancel;
@@ -141,6 +159,11 @@ class interrupter {
   bool m_held = false;  // an interrupt held back (see report_scope)
   bool m_waiting = false;  // in a cancellable wait
   bool m_stopping = false;
+  // m_depth > 0 && !holding() && !m_waiting, for the signal handler, which
+  // must not take m_mutex. It runs on the main thread, which also makes every
+  // change of that state: program order is all it needs.
+  std::atomic<bool> m_may_trip{false};
+  static_assert(std::atomic<bool>::is_always_lock_free, "read by a signal handler");
 };
 
 }  // namespace interp_rpc::kernel

@@ -32,7 +32,7 @@ void run(const std::string& connection_file, const char* argv0) {
   const char* python_argv[] = {argv0};
   py::scoped_interpreter python(&config, 1, python_argv, /*add_program_dir_to_path=*/false);
 
-  auto owned_interpreter = std::make_unique<kernel::interpreter>();
+  auto owned_interpreter = std::make_unique<kernel::interpreter>(connection_file);
   kernel::interpreter& interpreter = *owned_interpreter;
   xeus::xkernel xkernel(xeus::load_configuration(connection_file), xeus::get_user_name(),
                         xeus::make_zmq_context(), std::move(owned_interpreter),
@@ -57,8 +57,9 @@ int main(int argc, char* argv[]) {
     std::cout << "interp-rpc-kernel " << INTERP_RPC_VERSION << '\n';
     return 0;
   }
-  // Before any thread exists, so that every thread inherits it (see
-  // interrupter.hpp): interrupts come as messages, never as SIGINT.
+  // Before any thread exists, so that the kernel's own threads (zmq's, the
+  // server's) inherit it; the main thread unblocks it once they run, for the
+  // cells and their children (see interrupter.hpp).
   kernel::block_sigint_in_this_thread();
   const std::string connection_file = xeus::extract_filename(argc, argv);
   if (connection_file.empty()) {

@@ -1,8 +1,11 @@
 #include "kernel/shell_protocol.hpp"
 
+#include <limits>
+#include <set>
 #include <utility>
 
 #include "kernel/interpreter.hpp"
+#include "kernel/request_check.hpp"
 
 namespace interp_rpc::kernel {
 
@@ -16,15 +19,54 @@ std::string message_type(const xeus::xmessage_base& message) {
   return message.header().value("msg_type", "");
 }
 
+// A history_request with ipykernel's defaults where xeus's differ: a range
+// starts at line 0 and, without a stop, runs to the end; a search without n
+// returns every match. (xeus takes 1, 10 and 10.) IPython's queries read the
+// largest int as "no limit".
+nl::json with_ipykernel_history_defaults(nl::json content) {
+  constexpr int no_limit = std::numeric_limits<int>::max();
+  if (!content.is_object()) {
+    return content;
+  }
+  const std::string access = content.value("hist_access_type", "");
+  if (access == "range") {
+    if (!content.contains("start")) {
+      content["start"] = 0;
+    }
+    if (!content.contains("stop")) {
+      content["stop"] = no_limit;
+    }
+  } else if (access == "search" && !content.contains("n")) {
+    content["n"] = no_limit;
+  }
+  return content;
+}
+
+// The request types xeus 6's kernel core has a handler for (xkernel_core's
+// constructor).
+bool core_handles(const std::string& type) {
+  static const std::set<std::string> handled{
+      "execute_request",   "complete_request",   "inspect_request",  "history_request",
+      "is_complete_request", "comm_info_request", "comm_open",        "comm_close",
+      "comm_msg",          "kernel_info_request", "shutdown_request", "interrupt_request",
+      "debug_request"};
+  return handled.contains(type);
+}
+
 }  // namespace
 
-shell_protocol::shell_protocol(std::unique_ptr<xeus::xserver> inner, interpreter& interpreter)
+shell_protocol::shell_protocol(std::unique_ptr<xeus::xserver> inner, interpreter& interpreter,
+                               nl::json ports)
     : p_inner(std::move(inner)),
       m_interpreter(interpreter),
-      m_main_thread(std::this_thread::get_id()) {
+      m_main_thread(std::this_thread::get_id()),
+      m_ports(std::move(ports)) {
   p_inner->register_shell_listener([this](xeus::xmessage msg) { handle(std::move(msg)); });
-  p_inner->register_control_listener(
-      [this](xeus::xmessage msg) { notify_control_listener(std::move(msg)); });
+  p_inner->register_control_listener([this](xeus::xmessage msg) {
+    if (!answer_if_unknown_to_core(msg, xeus::channel::CONTROL)) {
+      notify_control_listener(std::move(msg));
+    }
+  });
   p_inner->register_stdin_listener(
       [this](xeus::xmessage msg) { notify_stdin_listener(std::move(msg)); });
   p_inner->register_internal_listener(
@@ -34,8 +76,16 @@ shell_protocol::shell_protocol(std::unique_ptr<xeus::xserver> inner, interpreter
 void shell_protocol::handle(xeus::xmessage request) {
   m_interpreter.begin_request(request);
   const std::string type = message_type(request);
+  if (answer_if_unknown_to_core(request, xeus::channel::SHELL)) {
+    return;
+  }
   if (type == "execute_request") {
     handle_execute(std::move(request));
+  } else if (type == "history_request") {
+    nl::json content = with_ipykernel_history_defaults(request.content());
+    notify_shell_listener(xeus::xmessage(request.identities(), request.header(),
+                                         request.parent_header(), request.metadata(),
+                                         std::move(content), std::move(request).buffers()));
   } else if (type == "comm_open" || type == "comm_msg" || type == "comm_close" ||
              type == "comm_info_request") {
     m_interpreter.dispatch_comm_request(
@@ -67,6 +117,11 @@ void shell_protocol::handle_execute(xeus::xmessage request) {
   // have gone out when this returns.
   notify_shell_listener(std::move(for_core));
   m_execute = {};
+  if (m_interpreter.exit_requested()) {
+    // exit() in the cell, whose reply and idle status are out: the server
+    // stops and the kernel ends, as after a shutdown request.
+    stop();
+  }
 }
 
 void shell_protocol::abort_queued_executes() {
@@ -91,6 +146,38 @@ void shell_protocol::abort(const xeus::xmessage& request) {
                             xeus::make_header("execute_reply", m_user_name, m_session),
                             request.header(), aborted, aborted, xeus::buffer_sequence()));
   publish_status(request.header(), "idle");
+}
+
+bool shell_protocol::answer_if_unknown_to_core(const xeus::xmessage& request,
+                                               xeus::channel channel) {
+  const std::string type = message_type(request);
+  if (core_handles(type)) {
+    return false;
+  }
+  nl::json content;
+  if (type == "usage_request") {
+    content = m_usage.measure();
+  } else if (type == "connect_request") {
+    content = m_ports;
+    content["status"] = "ok";
+  } else {
+    content = {{"status", "error"},
+               {"ename", "UnknownRequest"},
+               {"evalue", "the interp-rpc kernel does not know the request type '" + type + "'"},
+               {"traceback", nl::json::array()}};
+  }
+  publish_status(request.header(), "busy");
+  xeus::xmessage reply(request.identities(),
+                       xeus::make_header(reply_type(type), m_user_name, m_session),
+                       request.header(), nl::json::object(), std::move(content),
+                       xeus::buffer_sequence());
+  if (channel == xeus::channel::CONTROL) {
+    send_control(std::move(reply));
+  } else {
+    send_shell(std::move(reply));
+  }
+  publish_status(request.header(), "idle");
+  return true;
 }
 
 void shell_protocol::publish_status(const nl::json& parent, const std::string& state) {
@@ -185,7 +272,16 @@ xeus::xkernel::server_builder with_shell_protocol(xeus::xkernel::server_builder 
   return [inner = std::move(inner), &interpreter](xeus::xcontext& context,
                                                    const xeus::xconfiguration& config,
                                                    nl::json::error_handler_t eh) {
-    return std::make_unique<shell_protocol>(inner(context, config, eh), interpreter);
+    nl::json ports = nl::json::object();
+    if (const auto* kernel_config = std::get_if<xeus::xkernel_configuration>(&config)) {
+      ports = {{"shell_port", std::stoi(kernel_config->m_shell_port)},
+               {"iopub_port", std::stoi(kernel_config->m_iopub_port)},
+               {"stdin_port", std::stoi(kernel_config->m_stdin_port)},
+               {"control_port", std::stoi(kernel_config->m_control_port)},
+               {"hb_port", std::stoi(kernel_config->m_hb_port)}};
+    }
+    return std::make_unique<shell_protocol>(inner(context, config, eh), interpreter,
+                                            std::move(ports));
   };
 }
 

@@ -22,6 +22,12 @@
 //   with ipykernel, so a store_history=False request uses no number. (xeus
 //   counts every non-silent request.)
 //
+// - Requests the core does not know. xeus's core ignores them with a log
+//   line, and a client waiting for the reply waits forever. This layer
+//   answers usage_request (usage_report.hpp) and connect_request as
+//   ipykernel does, on either channel, and any other unknown type with an
+//   error reply naming it (ipykernel logs and ignores it).
+//
 // It also gives the interpreter a way to publish any IOPub message (for
 // get_ipython().kernel.session, see kernel_object.hpp).
 #pragma once
@@ -33,13 +39,16 @@
 #include <xeus/xkernel.hpp>
 #include <xeus/xserver.hpp>
 
+#include "kernel/usage_report.hpp"
+
 namespace interp_rpc::kernel {
 
 class interpreter;
 
 class shell_protocol final : public xeus::xserver {
  public:
-  shell_protocol(std::unique_ptr<xeus::xserver> inner, interpreter& interpreter);
+  // ports: connect_request's answer, {"shell_port": ..., ...}.
+  shell_protocol(std::unique_ptr<xeus::xserver> inner, interpreter& interpreter, nl::json ports);
 
  private:
   xeus::xcontrol_messenger& get_control_messenger_impl() override;
@@ -59,6 +68,9 @@ class shell_protocol final : public xeus::xserver {
   void abort_queued_executes();
   void abort(const xeus::xmessage& request);
   void publish_status(const nl::json& parent, const std::string& state);
+  // Main or control thread: answers a request the core has no handler for,
+  // between busy and idle statuses; returns false for the others.
+  bool answer_if_unknown_to_core(const xeus::xmessage& request, xeus::channel channel);
   std::string topic(const std::string& msg_type) const;
 
   std::unique_ptr<xeus::xserver> p_inner;
@@ -68,6 +80,8 @@ class shell_protocol final : public xeus::xserver {
   std::string m_user_name;
   std::string m_session;
   const std::thread::id m_main_thread;  // which runs the shell (it builds the server)
+  const nl::json m_ports;
+  usage_report m_usage;
   // The execute request being handled (main thread only).
   struct execute_state {
     std::string msg_id;

@@ -127,23 +127,6 @@ def test_an_interrupt_racing_the_end_of_a_cell_never_hits_the_next(shared_kernel
         assert shared_kernel.execute("x = 1").status == "ok"
 
 
-def test_threads_started_in_a_cell_keep_sigint_blocked(shared_kernel: Kernel) -> None:
-    # Interrupts come as messages; a SIGINT sent to the process must not land
-    # in a thread the cell started (nor trip KeyboardInterrupt a second time).
-    code = (
-        "import signal, threading\n"
-        "def sigint_blocked():\n"
-        "    return signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])\n"
-        "seen = []\n"
-        "t = threading.Thread(target=lambda: seen.append(sigint_blocked()))\n"
-        "t.start(); t.join()\n"
-        "print(seen, sigint_blocked())\n"
-    )
-    execution = shared_kernel.execute(code)
-    assert execution.status == "ok", execution.reply
-    assert execution.stream() == "[True] True\n"
-
-
 def test_a_forked_child_gets_the_usual_signal_mask(shared_kernel: Kernel) -> None:
     code = (
         "import os, signal, warnings\n"

@@ -199,12 +199,6 @@ def test_many_threads_printing_at_once_lose_nothing(shared_kernel: Kernel) -> No
     assert time.monotonic() - started < 120
 
 
-def test_exit_asks_the_frontend_to_shut_the_kernel_down(shared_kernel: Kernel) -> None:
-    execution = shared_kernel.execute("exit()")
-    assert execution.reply["content"]["payload"] == [{"source": "ask_exit", "keepkernel": False}]
-    assert shared_kernel.execute("1 + 1").status == "ok"  # the frontend decides
-
-
 def test_load_puts_code_in_the_next_cell(shared_kernel: Kernel, tmp_path: Path) -> None:
     script = tmp_path / "script.py"
     script.write_text("answer = 42\n")

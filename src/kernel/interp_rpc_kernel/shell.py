@@ -9,19 +9,34 @@ startup code run: they may print, display or open comms.
 
 from __future__ import annotations
 
+import os
 from importlib.util import find_spec
 from typing import Any
 
 from IPython.core import page, payloadpage
 from IPython.core.application import BaseIPythonApplication
+from IPython.core.autocall import ExitAutocall, ZMQExitAutocall
 from IPython.core.completer import provisionalcompleter, rectify_completions
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.shellapp import InteractiveShellApp
+from traitlets import default
 
 from interp_rpc_kernel import identity
 from interp_rpc_kernel.display import KernelDisplayHook, KernelDisplayPublisher
 from interp_rpc_kernel.history import KernelHistoryManager
+from interp_rpc_kernel.magics import KernelMagics
+
+# As ipykernel's ZMQInteractiveShell sets them, when the shell starts: what
+# the kernel was started with is replaced, what a cell sets later stays.
+CHILD_ENVIRONMENT = {
+    "TERM": "xterm-color",
+    "CLICOLOR": "1",
+    "FORCE_COLOR": "1",
+    "CLICOLOR_FORCE": "1",
+    "PAGER": "cat",
+    "GIT_PAGER": "cat",
+}
 
 #: Where a complete_reply's metadata lists each match's type and signature
 #: (JupyterLab shows them); IPython's and ipykernel's name for it.
@@ -37,6 +52,25 @@ class ZMQInteractiveShell(InteractiveShell):
     tell a notebook kernel from a terminal by that name, and would otherwise
     print for a terminal here.
     """
+
+    # exit() and quit() as ipykernel's: exit(keep_kernel=True) asks the
+    # frontend to close without ending the kernel. Set by ZMQExitAutocall, read
+    # by ask_exit (interpreter.cpp).
+    keepkernel_on_exit: bool | None = None
+
+    @default("exiter")
+    def _default_exiter(self) -> ExitAutocall:
+        return ZMQExitAutocall(self)
+
+    def init_environment(self) -> None:
+        """What ipykernel's shell puts in the environment of the processes
+        cells start: no pager (nothing can answer one's keys), colours."""
+        super().init_environment()
+        os.environ.update(CHILD_ENVIRONMENT)
+
+    def init_magics(self) -> None:
+        super().init_magics()
+        self.register_magics(KernelMagics)
 
     def init_hooks(self) -> None:
         super().init_hooks()
