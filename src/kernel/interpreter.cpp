@@ -20,6 +20,7 @@
 
 #include "kernel/cell_parent.hpp"
 #include "kernel/input.hpp"
+#include "kernel/iopub_backlog.hpp"
 #include "kernel/kernel_object.hpp"
 #include "kernel/python_config.hpp"
 #include "kernel/startup_imports.hpp"
@@ -286,6 +287,7 @@ void interpreter::wire_shell() {
         } else {
           display_data(pyjson::to_json(data), to_json_object(metadata), to_json_object(transient));
         }
+        wait_for_iopub_room();
       });
   display_pub.attr("send_clear_output") = py::cpp_function([this](bool wait) {
     flush_streams();
@@ -356,6 +358,8 @@ def interruptible(run_code, open_window, close_window):
   auto err = std::make_unique<stream>(*this, "stderr", 2);
   p_stdout = out.get();
   p_stderr = err.get();
+  p_stdout->set_sibling(*p_stderr);
+  p_stderr->set_sibling(*p_stdout);
   m_stdout = py::cast(std::move(out));
   m_stderr = py::cast(std::move(err));
   sys.attr("stdout") = m_stdout;
@@ -610,6 +614,27 @@ void interpreter::flush_streams() {
   }
   if (p_stderr != nullptr) {
     p_stderr->flush();
+  }
+}
+
+void interpreter::wait_for_iopub_room() {
+  iopub_backlog& backlog = iopub_backlog::shared();
+  if (backlog.has_room()) {
+    return;
+  }
+  if (!on_main_thread()) {
+    backlog.wait_for_room(-1);
+    return;
+  }
+  bool room = false;
+  {
+    const interrupter::cancellable_wait waiting(m_interrupter);
+    room = backlog.wait_for_room(m_interrupter.cancel_fd());
+  }
+  // Ended by an interrupt: it tripped Python's handler if the user's code
+  // runs, and the KeyboardInterrupt is raised here.
+  if (!room && PyGILState_Check() != 0 && PyErr_CheckSignals() != 0) {
+    throw py::error_already_set();
   }
 }
 

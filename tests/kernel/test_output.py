@@ -15,11 +15,6 @@ from pathlib import Path
 from conftest import Kernel
 
 
-def test_print_is_one_stream_message_per_line(shared_kernel: Kernel) -> None:
-    execution = shared_kernel.execute("print('a'); print('b', end=''); print('c')")
-    assert [m["content"]["text"] for m in execution.of_type("stream")] == ["a\n", "bc\n"]
-
-
 def test_a_partial_line_is_published_when_the_cell_ends(shared_kernel: Kernel) -> None:
     execution = shared_kernel.execute("print('no newline', end='')")
     assert execution.stream() == "no newline"
