@@ -156,7 +156,6 @@ class interpreter final : public xeus::xinterpreter {
   std::string m_python_version;
   std::string m_banner;
 
-  bool m_silent = false;  // true only while a silent execute request runs
   std::vector<std::string> m_last_traceback;  // of the last error IPython showed
   std::atomic<int> m_execution_count{1};  // IPython's, mirrored for other threads
   // The request the main thread handles, and the last execute request (what

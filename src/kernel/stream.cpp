@@ -16,6 +16,7 @@
 #include "kernel/interpreter.hpp"
 #include "kernel/interrupter.hpp"
 #include "kernel/iopub_backlog.hpp"
+#include "kernel/message_json.hpp"
 #include "kernel/output_parent.hpp"
 
 namespace py = pybind11;
@@ -148,7 +149,9 @@ stream::~stream() {
 py::int_ stream::write(const py::str& text) {
   // TextIOBase.write returns the number of characters written.
   py::int_ length(py::len(text));
-  std::string bytes = text.cast<std::string>();
+  // Text with a lone surrogate (which UTF-8 cannot hold) is written with
+  // U+FFFD in its place.
+  std::string bytes = to_utf8(text);
   if (::getpid() != m_pid) {
     // A forked child (see stream.hpp): whole lines, so that children printing
     // at once do not interleave within a line.

@@ -83,11 +83,11 @@ def test_a_syntax_error_is_an_error_reply(shared_kernel: Kernel) -> None:
     assert execution.reply["content"]["ename"] == "SyntaxError"
 
 
-def test_a_silent_cell_publishes_nothing_and_keeps_the_count(shared_kernel: Kernel) -> None:
+def test_a_silent_cell_shows_only_its_error_and_keeps_the_count(shared_kernel: Kernel) -> None:
     before = shared_kernel.execute("1").reply["content"]["execution_count"]
     silent = shared_kernel.execute("1 / 0", silent=True)
     assert silent.status == "error"
-    assert silent.outputs == []
+    assert [m["msg_type"] for m in silent.outputs] == ["error"]
     after = shared_kernel.execute("1").reply["content"]["execution_count"]
     assert after == before + 1
 

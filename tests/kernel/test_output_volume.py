@@ -50,7 +50,9 @@ class Subscriber:
             key=client_session.key, signature_scheme=client_session.signature_scheme
         )
         info = kernel.manager.get_connection_info()
-        self.socket.connect(f"tcp://{info['ip']}:{info['iopub_port']}")
+        ip, port = info["ip"], info["iopub_port"]
+        assert isinstance(ip, str) and isinstance(port, int)
+        self.socket.connect(f"tcp://{ip}:{port}")
 
     def receive(self, timeout: float = 60) -> Message:
         if not self.socket.poll(int(timeout * 1000)):
@@ -75,7 +77,7 @@ class Subscriber:
 
     def collect(self, msg_id: str) -> list[Message]:
         """This request's outputs, until its idle status."""
-        outputs = []
+        outputs: list[Message] = []
         while True:
             msg = self.receive()
             if msg["parent_header"].get("msg_id") != msg_id:
