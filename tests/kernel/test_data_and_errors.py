@@ -5,7 +5,7 @@ that displays itself gives no empty result.
 
 Where ours deliberately differs (ipykernel loses the text and the error of
 a lone surrogate; it raises ValueError where ours raises TypeError), the
-test asserts each kernel's behaviour."""
+test asserts each kernel's behaviour, or says why it runs on ours only."""
 
 from __future__ import annotations
 
@@ -99,15 +99,13 @@ def test_numpy_bools_become_json_booleans(shared_kernel: Kernel) -> None:
     assert json_display(shared_kernel, "np.bool_(True)") is True
 
 
-def test_a_lone_surrogate_in_print_does_not_fail_the_cell(each_shared_kernel: Kernel) -> None:
-    execution = each_shared_kernel.execute("print('a\\ud800b'); print('after')")
+def test_a_lone_surrogate_in_print_does_not_fail_the_cell(shared_kernel: Kernel) -> None:
+    # Ours only: ipykernel fails to send such text (a UnicodeEncodeError in
+    # its IOPub thread's flush), loses it with the rest of that flush, and
+    # under load the request's idle status sometimes never comes.
+    execution = shared_kernel.execute("print('a\\ud800b'); print('after')")
     assert execution.status == "ok"
-    if each_shared_kernel.is_ours:
-        assert execution.stream() == "a\ufffdb\nafter\n"
-    else:
-        # ipykernel fails to send the text (UnicodeEncodeError in its
-        # stream's flush), and the line is lost with the rest of the flush.
-        assert "b\n" not in execution.stream()
+    assert execution.stream() == "a\ufffdb\nafter\n"
 
 
 def test_a_lone_surrogate_in_an_error_keeps_the_error(each_shared_kernel: Kernel) -> None:

@@ -203,7 +203,11 @@ def test_an_interrupt_ends_a_cell_waiting_for_a_slow_frontend(each_kernel: Kerne
         assert reply["parent_header"]["msg_id"] == msg_id
         assert reply["content"]["status"] == "error"
         assert reply["content"]["ename"] == "KeyboardInterrupt"
-        sub.collect(msg_id)
+        if each_kernel.is_ours:
+            # Every message comes, up to the idle status. ipykernel's IOPub
+            # socket drops messages this subscriber did not read in time, at
+            # times the idle status.
+            sub.collect(msg_id)
 
 
 def test_shutdown_is_not_held_by_a_frontend_that_does_not_read(kernel: Kernel) -> None:
