@@ -13,6 +13,9 @@
 - shutdown: from the shutdown request to the process's exit, and its exit code;
 - interrupt: from the interrupt request (as the kernelspec asks for it) to the
   KeyboardInterrupt reply of a cell in time.sleep(30);
+- print loop: `for i in range(100000): print(i)`, from the request to its
+  reply and idle status, reading every stream message on the way (the
+  lines received are counted: a kernel that drops output is caught);
 - where one execute's time goes, in one session per kernel:
   - messaging: the round trip of a kernel_info request (zmq, the kernel's
     server and dispatch, busy and idle statuses; no Python code);
@@ -64,6 +67,14 @@ class Samples:
     shutdown_s: list[float] = field(default_factory=list)
     exit_codes: list[int | None] = field(default_factory=list)
     interrupt_s: list[float | None] = field(default_factory=list)  # None: the kernel died
+    print_loop_s: list[float | None] = field(default_factory=list)  # None: idle lost
+    print_loop_lines: list[int] = field(default_factory=list)
+
+
+PRINT_LOOP_LINES = 100_000
+PRINT_LOOP_CELL = f"for i in range({PRINT_LOOP_LINES}): print(i)"
+# How long after its reply the print loop's idle status may come.
+PRINT_LOOP_IDLE_GRACE_S = 10
 
 
 def shell_reply(client: Any, msg_id: str, timeout: float) -> dict[str, Any] | None:
@@ -148,6 +159,35 @@ def run_cell(client: Any, code: str, timeout: float = 30) -> tuple[dict[str, Any
     return reply, time.perf_counter() - started
 
 
+def print_loop(client: Any, timeout: float = 300) -> tuple[float | None, int]:
+    """Runs the print loop; returns the time until its reply and idle status
+    (None if the idle status never came: xeus-zmq drops IOPub messages past
+    its high-water mark, the idle status among them) and the number of lines
+    received."""
+    started = time.perf_counter()
+    msg_id = client.execute(PRINT_LOOP_CELL)
+    lines = 0
+    replied_at: float | None = None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if replied_at is None and shell_reply(client, msg_id, timeout=0.001) is not None:
+            replied_at = time.monotonic()
+            deadline = min(deadline, replied_at + PRINT_LOOP_IDLE_GRACE_S)
+        try:
+            msg = client.get_iopub_msg(timeout=0.1)
+        except queue.Empty:
+            continue
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        if msg["msg_type"] == "stream":
+            lines += msg["content"]["text"].count("\n")
+        elif msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            if replied_at is None and shell_reply(client, msg_id, timeout=30) is None:
+                raise RuntimeError("no reply to the print loop")
+            return time.perf_counter() - started, lines
+    return None, lines
+
+
 def shut_down(manager: KernelManager, client: Any) -> tuple[float, int | None]:
     process = process_of(manager)
     started = time.perf_counter()
@@ -174,6 +214,9 @@ def measure_session(kernel_name: str, executes: int, samples: Samples) -> None:
         reply, seconds = run_cell(client, "1+1")
         assert reply["content"]["status"] == "ok", reply
         samples.execute_s.append(seconds)
+    loop_seconds, lines = print_loop(client)
+    samples.print_loop_s.append(loop_seconds)
+    samples.print_loop_lines.append(lines)
     elapsed, code = shut_down(manager, client)
     samples.shutdown_s.append(elapsed)
     samples.exit_codes.append(code)
@@ -299,6 +342,7 @@ def percentile(values: list[float], fraction: float) -> float:
 
 def summarize(samples: Samples) -> dict[str, Any]:
     interrupts = [s for s in samples.interrupt_s if s is not None]
+    loops = [s for s in samples.print_loop_s if s is not None]
     return {
         "ready_s": {"median": statistics.median(samples.ready_s), "samples": samples.ready_s},
         "first_result_s": {"median": statistics.median(samples.first_result_s),
@@ -309,6 +353,11 @@ def summarize(samples: Samples) -> dict[str, Any]:
         "shutdown_s": {"median": statistics.median(samples.shutdown_s),
                        "samples": samples.shutdown_s},
         "exit_codes": samples.exit_codes,
+        "print_loop_s": {"median": statistics.median(loops) if loops else None,
+                         "samples": samples.print_loop_s,
+                         "idle_lost": sum(s is None for s in samples.print_loop_s),
+                         "lines_received": samples.print_loop_lines,
+                         "lines_sent": PRINT_LOOP_LINES},
         "interrupt_ms": {
             "median": 1000 * statistics.median(interrupts) if interrupts else None,
             "died_or_failed": sum(s is None for s in samples.interrupt_s),
@@ -320,8 +369,9 @@ def summarize(samples: Samples) -> dict[str, Any]:
 def markdown(results: dict[str, dict[str, Any]]) -> str:
     lines = [
         "| kernel | **first result** (median) | ready (median) | execute `1+1` p50 | p99 "
-        "| shutdown (median) | exit codes | interrupt → reply |",
-        "|---|---|---|---|---|---|---|---|",
+        "| shutdown (median) | exit codes | interrupt → reply "
+        f"| print loop of {PRINT_LOOP_LINES:,} lines (median) | lines received |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, r in results.items():
         interrupt = r["interrupt_ms"]
@@ -334,9 +384,17 @@ def markdown(results: dict[str, dict[str, Any]]) -> str:
             f"| {r['ready_s']['median']:.3f} s "
             f"| {r['execute_ms']['p50']:.2f} ms "
             f"| {r['execute_ms']['p99']:.2f} ms | {r['shutdown_s']['median']:.3f} s "
-            f"| {', '.join(str(c) for c in sorted(set(r['exit_codes']), key=str))} | {answer} |"
+            f"| {', '.join(str(c) for c in sorted(set(r['exit_codes']), key=str))} | {answer} "
+            f"| {loop_time(r['print_loop_s'])} "
+            f"| {min(r['print_loop_s']['lines_received']):,} (fewest) |"
         )
     return "\n".join(lines)
+
+
+def loop_time(loop: dict[str, Any]) -> str:
+    if loop["idle_lost"]:
+        return f"idle status lost {loop['idle_lost']}/{len(loop['samples'])}"
+    return f"{loop['median']:.3f} s"
 
 
 def breakdown_markdown(breakdowns: dict[str, dict[str, float]]) -> str:
@@ -399,9 +457,10 @@ def main() -> None:
     ours = results.get("interp-rpc")
     ratios = {}
     if ours and "ipykernel" in results:
-        for measure in ("first_result_s", "ready_s"):
-            ratios[f"{measure[:-2]}_vs_ipykernel"] = (
-                ours[measure]["median"] / results["ipykernel"][measure]["median"])
+        for measure in ("first_result_s", "ready_s", "print_loop_s"):
+            if ours[measure]["median"] and results["ipykernel"][measure]["median"]:
+                ratios[f"{measure[:-2]}_vs_ipykernel"] = (
+                    ours[measure]["median"] / results["ipykernel"][measure]["median"])
     if ours and "xpython" in results:
         ratios["execute_p50_vs_xpython"] = (
             ours["execute_ms"]["p50"] / results["xpython"]["execute_ms"]["p50"])
@@ -415,7 +474,8 @@ def main() -> None:
                     "load_average_before": load_before, "load_average_after": load_after},
         "settings": vars(args),
         "targets": {"first_result_vs_ipykernel": "<= 0.75", "execute_p50_vs_xpython": "<= 0.8",
-                    "shutdown_s": "<= 0.2, exit code 0"},
+                    "shutdown_s": "<= 0.2, exit code 0",
+                    "print_loop_vs_ipykernel": "<= 1.5, every line received"},
         "ratios": ratios,
         "kernels": results,
         "execute_breakdown_ms": breakdowns,

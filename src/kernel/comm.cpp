@@ -9,6 +9,7 @@
 #include <xeus/xinterpreter.hpp>
 
 #include "kernel/interpreter.hpp"
+#include "kernel/message_json.hpp"
 
 namespace py = pybind11;
 using namespace pybind11::literals;
@@ -16,14 +17,6 @@ using namespace pybind11::literals;
 namespace interp_rpc::kernel {
 
 namespace {
-
-// JSON for a comm's data or metadata, where Python says None for "nothing".
-nl::json to_json_object(const py::handle& value) {
-  if (value.is_none()) {
-    return nl::json::object();
-  }
-  return pyjson::to_json(value);
-}
 
 // A message as Python kernels hand it to comm callbacks.
 py::dict to_python(const xeus::xmessage& message) {
@@ -77,14 +70,14 @@ void comm::send(const py::object& data, const py::object& metadata, const py::ob
   if (m_closed || !m_comm) {
     return;
   }
-  m_comm->send(to_json_object(metadata), to_json_object(data), to_buffer_sequence(buffers));
+  m_comm->send(to_message_json_object(metadata, "metadata"), to_message_json_object(data, "data"), to_buffer_sequence(buffers));
 }
 
 void comm::close(const py::object& data, const py::object& metadata, const py::object& buffers) {
   if (m_closed || !m_comm) {
     return;
   }
-  m_comm->close(to_json_object(metadata), to_json_object(data), to_buffer_sequence(buffers));
+  m_comm->close(to_message_json_object(metadata, "metadata"), to_message_json_object(data, "data"), to_buffer_sequence(buffers));
   mark_closed();
   p_manager->collect_closed();
 }
@@ -159,7 +152,7 @@ py::object comm_manager::open(const std::string& target_name, const py::object& 
   const xeus::xguid id =
       comm_id.is_none() ? xeus::new_xguid() : xeus::xguid(comm_id.cast<std::string>());
   xeus::xcomm xeus_comm(target(target_name), id);
-  xeus_comm.open(to_json_object(metadata), to_json_object(data), to_buffer_sequence(buffers));
+  xeus_comm.open(to_message_json_object(metadata, "metadata"), to_message_json_object(data, "data"), to_buffer_sequence(buffers));
   return adopt(std::make_unique<comm>(*this, std::move(xeus_comm), target_name));
 }
 

@@ -21,7 +21,9 @@
 #include "kernel/cell_parent.hpp"
 #include "kernel/child_processes.hpp"
 #include "kernel/input.hpp"
+#include "kernel/iopub_backlog.hpp"
 #include "kernel/kernel_object.hpp"
+#include "kernel/message_json.hpp"
 #include "kernel/python_config.hpp"
 #include "kernel/startup_imports.hpp"
 
@@ -37,14 +39,6 @@ struct python_error {
   std::string evalue;
   std::vector<std::string> traceback;
 };
-
-// JSON for display data or metadata, where Python says None for "nothing".
-nl::json to_json_object(const py::handle& value) {
-  if (value.is_none()) {
-    return nl::json::object();
-  }
-  return pyjson::to_json(value);
-}
 
 // Whether the Python code calling the current C++ function is `body`.
 bool called_from(const py::handle& body) {
@@ -64,7 +58,7 @@ std::string type_name(const py::handle& type) {
 }
 
 nl::json error_reply(const py::error_already_set& e) {
-  return xeus::create_error_reply(type_name(e.type()), py::str(e.value()).cast<std::string>());
+  return xeus::create_error_reply(type_name(e.type()), to_utf8(py::str(e.value())));
 }
 
 // On the import thread: an IPython this kernel cannot work with ends the
@@ -287,12 +281,16 @@ void interpreter::wire_shell() {
       [this](const py::object& data, const py::object& metadata, const py::object& transient,
              bool update) {
         flush_streams();
+        nl::json data_json = to_message_json(data, "data");
+        nl::json metadata_json = to_message_json_object(metadata, "metadata");
+        nl::json transient_json = to_message_json_object(transient, "transient");
         if (update) {
-          update_display_data(pyjson::to_json(data), to_json_object(metadata),
-                              to_json_object(transient));
+          update_display_data(std::move(data_json), std::move(metadata_json),
+                              std::move(transient_json));
         } else {
-          display_data(pyjson::to_json(data), to_json_object(metadata), to_json_object(transient));
+          display_data(std::move(data_json), std::move(metadata_json), std::move(transient_json));
         }
+        wait_for_iopub_room();
       });
   display_pub.attr("send_clear_output") = py::cpp_function([this](bool wait) {
     flush_streams();
@@ -300,7 +298,8 @@ void interpreter::wire_shell() {
   });
   m_shell.attr("displayhook").attr("send_execute_result") = py::cpp_function(
       [this](int execution_count, const py::object& data, const py::object& metadata) {
-        publish_execution_result(execution_count, pyjson::to_json(data), to_json_object(metadata));
+        publish_execution_result(execution_count, to_message_json(data, "data"),
+                                 to_message_json_object(metadata, "metadata"));
       });
   // IPython reports every error it shows through _showtraceback.
   m_shell.attr("_showtraceback") = py::cpp_function(
@@ -366,6 +365,8 @@ def interruptible(run_code, open_window, close_window):
   auto err = std::make_unique<stream>(*this, "stderr", 2);
   p_stdout = out.get();
   p_stderr = err.get();
+  p_stdout->set_sibling(*p_stderr);
+  p_stderr->set_sibling(*p_stdout);
   m_stdout = py::cast(std::move(out));
   m_stderr = py::cast(std::move(err));
   sys.attr("stdout") = m_stdout;
@@ -405,21 +406,14 @@ nl::json interpreter::execute(const std::string& code, const xeus::execute_reque
       return nl::json{{"status", "aborted"}};
     }
     const std::string ename = type_name(e.type());
-    const std::string evalue = py::str(e.value()).cast<std::string>();
+    const std::string evalue = to_utf8(py::str(e.value()));
     const std::vector<std::string> traceback{ename + ": " + evalue};
-    if (!config.silent) {
-      publish_execution_error(ename, evalue, traceback);
-    }
+    // Silent or not, as ipykernel: an error is always shown.
+    publish_execution_error(ename, evalue, traceback);
     return xeus::create_error_reply(ename, evalue, traceback);
   }
   m_comms.collect_closed();
   m_last_traceback.clear();
-  struct silent_scope {
-    bool& flag;
-    ~silent_scope() { flag = false; }
-  } silent{m_silent};
-  m_silent = config.silent;
-
   // As ipykernel: the cell failed if run_cell says so, whatever it showed (a
   // cell may show a traceback it handled, as ipywidgets' Output and %tb do).
   std::optional<python_error> error;
@@ -437,12 +431,12 @@ nl::json interpreter::execute(const std::string& code, const xeus::execute_reque
     }
     if (!exception.is_none()) {
       error = python_error{type_name(py::type::handle_of(exception)),
-                           py::str(exception).cast<std::string>(), m_last_traceback};
+                           to_utf8(py::str(exception)), m_last_traceback};
     }
   } catch (py::error_already_set& e) {
     // IPython itself failed (or was interrupted outside the user's code).
     report(e);
-    error = python_error{type_name(e.type()), py::str(e.value()).cast<std::string>(),
+    error = python_error{type_name(e.type()), to_utf8(py::str(e.value())),
                          m_last_traceback};
   }
   p_sigint_relay->restore();
@@ -450,7 +444,7 @@ nl::json interpreter::execute(const std::string& code, const xeus::execute_reque
   flush_streams();
 
   const py::object payload_manager = m_shell.attr("payload_manager");
-  const nl::json payload = pyjson::to_json(payload_manager.attr("read_payload")());
+  const nl::json payload = to_message_json(payload_manager.attr("read_payload")(), "payload");
   payload_manager.attr("clear_payload")();
   if (error) {
     nl::json reply = xeus::create_error_reply(error->ename, error->evalue, error->traceback);
@@ -460,17 +454,19 @@ nl::json interpreter::execute(const std::string& code, const xeus::execute_reque
   }
   const py::object results =
       m_shell.attr("user_expressions")(pyjson::from_json(user_expressions));
-  return xeus::create_successful_reply(payload, pyjson::to_json(results));
+  return xeus::create_successful_reply(payload, to_message_json(results, "user_expressions"));
 }
 
 void interpreter::show_traceback(const py::handle& etype, const py::handle& evalue,
                                  const py::handle& traceback) {
   flush_streams();
-  m_last_traceback = traceback.cast<std::vector<std::string>>();
-  if (!m_silent) {
-    publish_execution_error(type_name(etype), py::str(evalue).cast<std::string>(),
-                            m_last_traceback);
+  m_last_traceback.clear();
+  for (const py::handle line : traceback) {
+    m_last_traceback.push_back(to_utf8(py::str(line)));
   }
+  // Also for a silent request, as ipykernel: silent means no execute_input,
+  // no result and no history, not a hidden error.
+  publish_execution_error(type_name(etype), to_utf8(py::str(evalue)), m_last_traceback);
 }
 
 void interpreter::report(py::error_already_set& error) {
@@ -479,7 +475,7 @@ void interpreter::report(py::error_already_set& error) {
   } catch (py::error_already_set&) {
     // IPython could not format it: show the bare exception.
     const std::string ename = type_name(error.type());
-    const std::string evalue = py::str(error.value()).cast<std::string>();
+    const std::string evalue = to_utf8(py::str(error.value()));
     show_traceback(error.type(), error.value(), py::cast(std::vector<std::string>{ename + ": " + evalue}));
   }
 }
@@ -504,7 +500,7 @@ nl::json interpreter::inspect_request_impl(const std::string& code, int cursor_p
                                 .attr("token_at_cursor")(code, cursor_pos);
     const py::object bundle =
         shell().attr("object_inspect_mime")(name, "detail_level"_a = detail_level);
-    return xeus::create_inspect_reply(true, pyjson::to_json(bundle));
+    return xeus::create_inspect_reply(true, to_message_json(bundle, "data"));
   } catch (py::error_already_set& e) {
     if (e.matches(PyExc_KeyError)) {
       return xeus::create_inspect_reply(false);  // no such name
@@ -636,6 +632,27 @@ void interpreter::flush_streams() {
   }
   if (p_stderr != nullptr) {
     p_stderr->flush();
+  }
+}
+
+void interpreter::wait_for_iopub_room() {
+  iopub_backlog& backlog = iopub_backlog::shared();
+  if (backlog.has_room()) {
+    return;
+  }
+  if (!on_main_thread()) {
+    backlog.wait_for_room(-1);
+    return;
+  }
+  bool room = false;
+  {
+    const interrupter::cancellable_wait waiting(m_interrupter);
+    room = backlog.wait_for_room(m_interrupter.cancel_fd());
+  }
+  // Ended by an interrupt: it tripped Python's handler if the user's code
+  // runs, and the KeyboardInterrupt is raised here.
+  if (!room && PyGILState_Check() != 0 && PyErr_CheckSignals() != 0) {
+    throw py::error_already_set();
   }
 }
 

@@ -96,6 +96,12 @@ class interpreter final : public xeus::xinterpreter {
   // Needs the GIL.
   void flush_streams();
 
+  // Any thread, holding no lock of the kernel's, after publishing: waits
+  // while IOPub's backlog is full (see iopub_backlog), with the GIL
+  // released. On the main thread an interrupt ends the wait and raises
+  // KeyboardInterrupt (pybind11::error_already_set) in the user's code.
+  void wait_for_iopub_room();
+
   // The IPython shell, started on first use. Main thread, with the GIL.
   // Raises (pybind11::error_already_set) if the kernel stops, or an
   // interrupt comes, while it waits for IPython's import: a
@@ -160,7 +166,6 @@ class interpreter final : public xeus::xinterpreter {
   std::string m_python_version;
   std::string m_banner;
 
-  bool m_silent = false;  // true only while a silent execute request runs
   bool m_exit_requested = false;
   std::vector<std::string> m_last_traceback;  // of the last error IPython showed
   std::atomic<int> m_execution_count{1};  // IPython's, mirrored for other threads

@@ -8,6 +8,7 @@
 
 #include "kernel/comm.hpp"
 #include "kernel/interpreter.hpp"
+#include "kernel/message_json.hpp"
 
 namespace py = pybind11;
 using namespace pybind11::literals;
@@ -37,9 +38,6 @@ interpreter& owner_of(const session& self) {
   return *owner;
 }
 
-nl::json json_or_empty(const py::handle& value) {
-  return value.is_none() ? nl::json::object() : pyjson::to_json(value);
-}
 
 // jupyter_client's Session takes a parent message or a parent header.
 nl::json parent_header_of(const py::handle& parent, interpreter& owner) {
@@ -66,13 +64,13 @@ py::object send(const session& self, const py::object& stream, const py::object&
     const py::dict message = py::reinterpret_borrow<py::dict>(msg_or_type);
     const py::dict header = message["header"];
     msg_type = header["msg_type"].cast<std::string>();
-    message_content = json_or_empty(message.attr("get")("content"));
-    message_metadata = json_or_empty(message.attr("get")("metadata"));
+    message_content = to_message_json_object(message.attr("get")("content"), "content");
+    message_metadata = to_message_json_object(message.attr("get")("metadata"), "metadata");
     parent_header = parent_header_of(message.attr("get")("parent_header", parent), owner);
   } else {
     msg_type = msg_or_type.cast<std::string>();
-    message_content = json_or_empty(content);
-    message_metadata = json_or_empty(metadata);
+    message_content = to_message_json_object(content, "content");
+    message_metadata = to_message_json_object(metadata, "metadata");
     parent_header = parent_header_of(parent, owner);
   }
   const nl::json header = owner.publish_iopub(msg_type, parent_header, message_metadata,

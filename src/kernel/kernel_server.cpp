@@ -10,6 +10,7 @@
 
 #include <xeus/xhelper.hpp>
 
+#include "kernel/iopub_backlog.hpp"
 #include "kernel/request_check.hpp"
 
 namespace interp_rpc::kernel {
@@ -20,6 +21,13 @@ namespace {
 constexpr int linger_ms = 1000;
 // A subscription event on the IOPub socket: this byte, then the topic.
 constexpr unsigned char subscribe_event = 1;
+// Whole messages zmq may hold for one IOPub subscriber. The socket does not
+// drop past it (XPUB_NODROP): the io thread waits, the backlog fills, and
+// publishers wait for the slowest subscriber.
+constexpr int iopub_messages_per_subscriber = 256;
+// How often the io thread tries again to send to a subscriber that is full:
+// zmq reports no "writable" event for an XPUB socket.
+constexpr std::chrono::milliseconds iopub_retry_interval(5);
 
 const char* channel_name(xeus::channel c) { return c == xeus::channel::SHELL ? "shell" : "control"; }
 
@@ -46,11 +54,13 @@ std::string bound_port(const zmq::socket_t& socket) {
   return last.substr(last.find_last_of(":-") + 1);
 }
 
-// Blocks until an item is ready; a signal only makes it look again.
-void poll(zmq::pollitem_t* items, std::size_t count) {
+// Blocks until an item is ready (or the timeout, -1: none, has passed); a
+// signal only makes it look again.
+void poll(zmq::pollitem_t* items, std::size_t count,
+          std::chrono::milliseconds timeout = std::chrono::milliseconds(-1)) {
   while (true) {
     try {
-      zmq::poll(items, count, std::chrono::milliseconds(-1));
+      zmq::poll(items, count, timeout);
       return;
     } catch (const zmq::error_t& e) {
       if (e.num() != EINTR) {
@@ -108,6 +118,36 @@ void send_frames(zmq::socket_t& socket, frame_list& frames) {
   }
 }
 
+// Sends the parts of `frames` from `next_part` on without waiting; returns
+// whether all were sent. A subscriber that is full leaves next_part at the
+// first part not sent, to be sent later: never half a message, never a drop.
+bool send_frames_without_waiting(zmq::socket_t& socket, frame_list& frames,
+                                 std::size_t& next_part) {
+  while (next_part < frames.size()) {
+    const zmq::send_flags more =
+        next_part + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none;
+    try {
+      if (!socket.send(frames[next_part], more | zmq::send_flags::dontwait)) {
+        return false;
+      }
+      ++next_part;
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EINTR) {
+        throw;
+      }
+    }
+  }
+  return true;
+}
+
+std::size_t byte_size(const frame_list& frames) {
+  std::size_t total = 0;
+  for (const zmq::message_t& frame : frames) {
+    total += frame.size();
+  }
+  return total;
+}
+
 }  // namespace
 
 nl::json kernel_server::no_debugger_messenger::send_to_shell_impl(const nl::json&) {
@@ -127,9 +167,10 @@ kernel_server::kernel_server(zmq::context_t& context, const xeus::xkernel_config
   m_iopub.set(zmq::sockopt::linger, linger_ms);
   // Every subscription is reported, so that each subscriber gets its welcome.
   m_iopub.set(zmq::sockopt::xpub_verbose, 1);
-  // No limit: a burst of output from many threads waits here for a slow
-  // frontend instead of being dropped.
-  m_iopub.set(zmq::sockopt::sndhwm, 0);
+  // A slow frontend slows the kernel rather than losing output; one that
+  // disconnects is forgotten by zmq, so it blocks nothing.
+  m_iopub.set(zmq::sockopt::sndhwm, iopub_messages_per_subscriber);
+  m_iopub.set(zmq::sockopt::xpub_nodrop, 1);
   m_iopub.bind(endpoint(config, config.m_iopub_port));
 }
 
@@ -137,6 +178,7 @@ kernel_server::~kernel_server() { stop_threads(); }
 
 void kernel_server::stop_threads() noexcept {
   m_stopping = true;
+  iopub_backlog::shared().stop();
   m_control_wake.notify();
   if (m_control_thread.joinable()) {
     m_control_thread.join();
@@ -217,6 +259,7 @@ void kernel_server::publish_impl(xeus::xpub_message message, xeus::channel) {
 }
 
 void kernel_server::queue_for_iopub(frame_list frames) {
+  iopub_backlog::shared().queued(byte_size(frames));
   bool was_empty = false;
   {
     std::lock_guard lock(m_outbox_mutex);
@@ -282,14 +325,29 @@ void kernel_server::run_io_loop() {
                              {m_heartbeat.handle(), 0, ZMQ_POLLIN, 0},
                              {nullptr, m_io_wake.fd(), ZMQ_POLLIN, 0}};
   frame_list frames;
+  // Taken from the outbox, in order; the first may be partly sent. With each
+  // message its size, which zmq's send takes from the frames.
+  struct outgoing {
+    frame_list frames;
+    std::size_t bytes;
+  };
+  std::deque<outgoing> sending;
+  std::size_t next_part = 0;
+  bool stopping = false;
+  std::optional<std::chrono::steady_clock::time_point> give_up_waiting_at;
   while (true) {
-    poll(items, 3);
+    // A subscriber that was full: look again soon. Otherwise wait for work.
+    poll(items, 3, sending.empty() ? std::chrono::milliseconds(-1) : iopub_retry_interval);
     if (readable(items[0])) {
       while (receive_frames(m_iopub, frames)) {
         // Subscribers send single-frame events; anything else is noise.
         if (frames.size() == 1 && frames[0].size() > 0 &&
             *frames[0].data<unsigned char>() == subscribe_event) {
-          send_welcome(frames[0]);
+          // Before the queue, but never inside a message partly sent.
+          frame_list welcome = welcome_frames(frames[0]);
+          const std::size_t bytes = byte_size(welcome);
+          iopub_backlog::shared().queued(bytes);
+          sending.insert(sending.begin() + (next_part > 0 ? 1 : 0), {std::move(welcome), bytes});
         }
       }
     }
@@ -300,34 +358,54 @@ void kernel_server::run_io_loop() {
     }
     if (readable(items[2])) {
       m_io_wake.drain();
-      std::deque<frame_list> batch;
-      bool stopping = false;
-      {
-        std::lock_guard lock(m_outbox_mutex);
-        batch.swap(m_outbox);
-        stopping = m_io_stopping;
+      std::lock_guard lock(m_outbox_mutex);
+      for (frame_list& message : m_outbox) {
+        const std::size_t bytes = byte_size(message);
+        sending.push_back({std::move(message), bytes});
       }
-      for (frame_list& message : batch) {
-        send_frames(m_iopub, message);
-      }
-      if (stopping) {
-        // stop_threads() set the flag after the last publisher: the queue
-        // taken with it held everything.
+      m_outbox.clear();
+      // stop_threads() set the flag after the last publisher: what was
+      // taken with it held is everything.
+      stopping = m_io_stopping;
+    }
+    while (!sending.empty() &&
+           send_frames_without_waiting(m_iopub, sending.front().frames, next_part)) {
+      iopub_backlog::shared().sent(sending.front().bytes);
+      sending.pop_front();
+      next_part = 0;
+    }
+    if (stopping && !sending.empty()) {
+      // A subscriber that no longer reads must not hold the shutdown: after
+      // as long as close() would linger, it is sent no more.
+      const auto now = std::chrono::steady_clock::now();
+      if (!give_up_waiting_at) {
+        give_up_waiting_at = now + std::chrono::milliseconds(linger_ms);
+      } else if (now >= *give_up_waiting_at) {
+        std::cerr << "interp-rpc-kernel: an IOPub subscriber stopped reading during shutdown; "
+                  << sending.size() << " messages are not sent to it" << std::endl;
+        m_iopub.set(zmq::sockopt::xpub_nodrop, 0);
+        for (outgoing& message : sending) {
+          if (!send_frames_without_waiting(m_iopub, message.frames, next_part)) {
+            break;
+          }
+          next_part = 0;
+        }
         return;
       }
+    }
+    if (stopping && sending.empty()) {
+      return;
     }
   }
 }
 
-void kernel_server::send_welcome(const zmq::message_t& subscription) {
-  // JEP 65: a subscriber learns that its subscription is live. Sent from this
-  // thread, directly: it concerns this subscriber only, not the queue's order.
+frame_list kernel_server::welcome_frames(const zmq::message_t& subscription) const {
+  // JEP 65: a subscriber learns that its subscription is live.
   const std::string topic(subscription.data<const char>() + 1, subscription.size() - 1);
   xeus::xpub_message welcome("", xeus::make_header("iopub_welcome", m_user_name, m_session),
                              nl::json::object(), nl::json::object(),
                              nl::json{{"subscription", topic}}, xeus::buffer_sequence());
-  frame_list frames = serialize_pub_message(welcome, m_signer, m_error_handler);
-  send_frames(m_iopub, frames);
+  return serialize_pub_message(welcome, m_signer, m_error_handler);
 }
 
 void kernel_server::handle_request(const frame_list& frames, xeus::channel c,
@@ -388,6 +466,7 @@ void kernel_server::abort_queue_impl(const listener& l, long polling_interval) {
 
 void kernel_server::stop_impl() {
   m_stopping = true;
+  iopub_backlog::shared().stop();
   m_shell_wake.notify();
   m_control_wake.notify();
 }

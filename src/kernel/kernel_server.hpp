@@ -11,7 +11,11 @@
 //   main thread, the control thread, any thread the user or the pool starts)
 //   queues the signed frames; the io thread sends them in the order queued.
 //   No publisher ever calls zmq, so none can be cut off halfway through a
-//   multipart message, and the queue never drops a message.
+//   multipart message, and the queue never drops a message. The IOPub socket
+//   does not drop either (XPUB_NODROP): a subscriber that reads slowly makes
+//   the io thread wait, the queue's bytes grow to their bound, and then the
+//   publishers wait (iopub_backlog). A subscriber that disconnects holds
+//   nothing up, nor does any at shutdown for longer than the linger time.
 //
 // Every message received is checked (wire_message, request_check) before
 // xeus sees it. A message that fails the wire checks (no key, bad frames,
@@ -69,7 +73,7 @@ class kernel_server final : public xeus::xserver {
   void run_shell_loop();
   void run_control_loop();
   void run_io_loop();
-  void send_welcome(const zmq::message_t& subscription);
+  frame_list welcome_frames(const zmq::message_t& subscription) const;
   void stop_threads() noexcept;
 
   // Parses, checks and delivers one message from a request socket; on the

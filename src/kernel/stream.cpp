@@ -15,6 +15,8 @@
 
 #include "kernel/interpreter.hpp"
 #include "kernel/interrupter.hpp"
+#include "kernel/iopub_backlog.hpp"
+#include "kernel/message_json.hpp"
 #include "kernel/output_parent.hpp"
 
 namespace py = pybind11;
@@ -23,11 +25,11 @@ namespace interp_rpc::kernel {
 
 namespace {
 
-// Above this, a long line without a newline is published anyway, so that
-// memory stays bounded.
+// Text is published once this much is buffered, without waiting for the
+// flush interval: one message stays small enough for any frontend.
 constexpr std::size_t max_buffered_bytes = 64 * 1024;
-// How long text without a newline may wait (ipykernel: 0.2 s).
-constexpr std::chrono::milliseconds flush_delay(100);
+// How long text may wait in the buffer, as ipykernel's flush interval.
+constexpr std::chrono::milliseconds flush_interval(200);
 constexpr std::size_t pipe_read_size = 64 * 1024;
 constexpr const char* replacement_character = "\xEF\xBF\xBD";  // U+FFFD
 
@@ -147,7 +149,9 @@ stream::~stream() {
 py::int_ stream::write(const py::str& text) {
   // TextIOBase.write returns the number of characters written.
   py::int_ length(py::len(text));
-  std::string bytes = text.cast<std::string>();
+  // Text with a lone surrogate (which UTF-8 cannot hold) is written with
+  // U+FFFD in its place.
+  std::string bytes = to_utf8(text);
   if (::getpid() != m_pid) {
     // A forked child (see stream.hpp): whole lines, so that children printing
     // at once do not interleave within a line.
@@ -170,11 +174,20 @@ py::int_ stream::write(const py::str& text) {
     return length;
   }
   append(std::move(bytes));
+  p_interpreter->wait_for_iopub_room();
   return length;
 }
 
+void stream::set_sibling(stream& other) noexcept { p_sibling = &other; }
+
 void stream::append(std::string text) {
   if (text.empty() || p_interpreter == nullptr) return;
+  // What the other stream holds was written before this: published first, so
+  // that stdout and stderr interleave as written. Outside our lock: the
+  // streams' locks are never held together.
+  if (p_sibling != nullptr && p_sibling->m_has_text.load(std::memory_order_acquire)) {
+    p_sibling->publish_buffered();
+  }
   // Copied before the lock: the calling thread's request (a copy for threads
   // other than the main one).
   const xeus::xrequest_context& parent = p_interpreter->current_request();
@@ -182,30 +195,33 @@ void stream::append(std::string text) {
   {
     std::lock_guard lock(m_mutex);
     if (!m_buffer.empty() && m_buffer_parent.header() != parent.header()) {
-      publish_locked(m_buffer.size());
+      publish_locked();
     }
     if (m_buffer.empty()) {
       m_buffer_parent = parent;
     }
     m_buffer += text;
-    if (m_buffer.size() > max_buffered_bytes) {
-      publish_locked(m_buffer.size());
-    } else if (const std::size_t last_newline = m_buffer.rfind('\n');
-               last_newline != std::string::npos) {
-      publish_locked(last_newline + 1);
-    }
-    if (!m_buffer.empty() && !m_flush_at) {
-      m_flush_at = std::chrono::steady_clock::now() + flush_delay;
+    m_has_text.store(true, std::memory_order_release);
+    if (m_buffer.size() >= max_buffered_bytes) {
+      publish_locked();
+    } else if (!m_flush_at) {
+      m_flush_at = std::chrono::steady_clock::now() + flush_interval;
       schedule = true;
     }
   }
   if (schedule) wake();
 }
 
-void stream::publish_locked(std::size_t length) {
-  std::string text = m_buffer.substr(0, length);
-  m_buffer.erase(0, length);
-  if (m_buffer.empty()) m_flush_at.reset();
+void stream::publish_buffered() {
+  std::lock_guard lock(m_mutex);
+  publish_locked();
+}
+
+void stream::publish_locked() {
+  std::string text;
+  text.swap(m_buffer);
+  m_flush_at.reset();
+  m_has_text.store(false, std::memory_order_release);
   if (p_interpreter != nullptr && !text.empty()) {
     const thread_parent pinned(m_buffer_parent);
     p_interpreter->publish_stream(m_name, text);
@@ -227,7 +243,7 @@ void stream::flush() {
     read_pipe_locked();
   }
   std::lock_guard lock(m_mutex);
-  publish_locked(m_buffer.size());
+  publish_locked();
 }
 
 void stream::read_pipe_locked() {
@@ -275,7 +291,7 @@ void stream::detach() {
   }
   {
     std::lock_guard lock(m_mutex);
-    publish_locked(m_buffer.size());
+    publish_locked();
   }
   if (p_log_buffer) {
     std::cerr.rdbuf(p_previous_log_buffer);
@@ -324,12 +340,17 @@ void stream::run() {
       [[maybe_unused]] const ssize_t ignored = ::read(m_wake_fd, &count, sizeof count);
     }
     if (pipe_fd >= 0 && (fds[1].revents & (POLLIN | POLLHUP)) != 0) {
-      std::lock_guard read_lock(m_read_mutex);
-      read_pipe_locked();
+      {
+        std::lock_guard read_lock(m_read_mutex);
+        read_pipe_locked();
+      }
+      // The descriptor's writers wait on the full pipe meanwhile (the
+      // kernel stops the backlog before this thread).
+      iopub_backlog::shared().wait_for_room(-1);
     }
     std::lock_guard lock(m_mutex);
     if (m_flush_at && std::chrono::steady_clock::now() >= *m_flush_at) {
-      publish_locked(m_buffer.size());
+      publish_locked();
     }
   }
 }

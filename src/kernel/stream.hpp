@@ -1,12 +1,18 @@
 // sys.stdout and sys.stderr of the kernel, and the process's file descriptors
 // 1 and 2: what is written to either becomes IOPub "stream" messages.
 //
-// Buffering, as ipykernel does it. A write publishes everything up to its last
-// newline; the rest is published on the next newline, by flush(), or at the
-// latest 100 ms later, by the stream's own thread (so `print('.', end='')` in a
-// loop shows while the loop runs). The kernel flushes both streams before any
-// other output and at the end of every request, so messages keep the order in
+// Buffering, as ipykernel does it. Text accumulates and is published as one
+// message per flush interval (0.2 s, from the first text buffered), or as
+// soon as 64 KiB are buffered: a loop printing thousands of lines sends a few
+// messages, which frontends' rate limits let through. The kernel flushes both
+// streams before any other output (display data, errors, input requests), at
+// the end of every request and at shutdown, and each stream publishes what
+// the other holds before it takes new text, so messages keep the order in
 // which they were written.
+//
+// Back-pressure. After each write, the writer waits while IOPub's backlog is
+// full (iopub_backlog): an endless print loop runs at the frontend's pace,
+// in bounded memory.
 //
 // Parents. Text belongs to the request of the thread that wrote it, at the
 // time it wrote it (output_parent): buffered text is published with that
@@ -29,6 +35,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -58,6 +65,10 @@ class stream {
   // Publishes what is buffered, after reading what the descriptor holds.
   void flush();
 
+  // The kernel's other stream (stdout's is stderr, and the reverse), whose
+  // text is published before this one's (see above). Before any write.
+  void set_sibling(stream& other) noexcept;
+
   // Redirects the descriptor into this stream (see above). Once only.
   void capture_fd();
 
@@ -72,8 +83,9 @@ class stream {
  private:
   // Adds text for the calling thread's request.
   void append(std::string text);
-  // With m_mutex held.
-  void publish_locked(std::size_t length);
+  // Publishes all that is buffered; the second with m_mutex held.
+  void publish_buffered();
+  void publish_locked();
   // Reads what the pipe holds without waiting; with m_read_mutex held.
   void read_pipe_locked();
   void run();
@@ -90,6 +102,8 @@ class stream {
   xeus::xrequest_context m_buffer_parent;  // guarded by m_mutex
   std::optional<std::chrono::steady_clock::time_point> m_flush_at;  // guarded by m_mutex
   bool m_stopping = false;               // guarded by m_mutex
+  std::atomic<bool> m_has_text{false};   // m_buffer is not empty; written with m_mutex
+  stream* p_sibling = nullptr;
 
   std::mutex m_read_mutex;
   int m_pipe_read = -1;     // the captured descriptor's pipe

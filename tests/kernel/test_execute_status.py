@@ -50,11 +50,13 @@ def test_a_syntax_error_fails_before_execution(shared_kernel: Kernel) -> None:
     assert result.reply["content"]["ename"] == "SyntaxError"
 
 
-def test_a_silent_error_is_replied_but_not_shown(shared_kernel: Kernel) -> None:
+def test_a_silent_error_is_replied_and_shown(shared_kernel: Kernel) -> None:
+    # As ipykernel: silent means no execute_input, result or history, but
+    # the error is published (test_data_and_errors.py runs it on both).
     result = shared_kernel.execute("1/0", silent=True)
     assert result.reply["content"]["status"] == "error"
     assert result.reply["content"]["ename"] == "ZeroDivisionError"
-    assert result.outputs == []
+    assert [m["msg_type"] for m in result.outputs] == ["error"]
     # The next, non silent, cell shows its errors again.
     assert len(shared_kernel.execute("1/0").of_type("error")) == 1
 

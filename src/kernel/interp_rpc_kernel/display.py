@@ -84,6 +84,9 @@ class KernelDisplayHook(DisplayHook):
         # Text the cell printed before its result shows before it.
         sys.stdout.flush()
         sys.stderr.flush()
-        self.send_execute_result(self.prompt_count, self._data, self._metadata)
+        # As ipykernel: a result with no data (an object that displayed
+        # itself through _ipython_display_) is no Out[n].
+        if self._data:
+            self.send_execute_result(self.prompt_count, self._data, self._metadata)
         self._data = {}
         self._metadata = {}
