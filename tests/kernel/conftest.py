@@ -8,6 +8,7 @@ import queue
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ KERNEL_NAME = "interp-rpc"
 PEER_KERNEL_NAME = "python3"
 BOTH_KERNELS = (KERNEL_NAME, PEER_KERNEL_NAME)
 Message = dict[str, Any]
+MB = 1024 * 1024
 
 
 @dataclass
@@ -110,6 +112,16 @@ class Kernel:
                 messages.append(self.client.get_iopub_msg(timeout=remaining))
             except queue.Empty:
                 return messages
+
+    def rss_bytes(self) -> int:
+        """The kernel process's resident memory now."""
+        provisioner = self.manager.provisioner
+        assert provisioner is not None
+        pid = provisioner.process.pid  # type: ignore[attr-defined]
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+        raise AssertionError(f"/proc/{pid}/status has no VmRSS")
 
     @property
     def process_exit_code(self) -> int | None:

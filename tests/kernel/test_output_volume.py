@@ -11,26 +11,14 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import zmq
-from conftest import Kernel, Message
+from conftest import MB, Kernel, Message
 from jupyter_client.session import Session
 
-MB = 1024 * 1024
 # ours: the stream's size bound (stream.cpp).
 MAX_MESSAGE_TEXT = 64 * 1024
-
-
-def rss_bytes(kernel: Kernel) -> int:
-    provisioner = kernel.manager.provisioner
-    assert provisioner is not None
-    pid = provisioner.process.pid  # type: ignore[attr-defined]
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    raise AssertionError("no VmRSS")
 
 
 class Subscriber:
@@ -170,7 +158,7 @@ def test_a_frontend_that_pauses_gets_every_line_in_order(each_kernel: Kernel) ->
 
 def test_an_endless_print_loop_stays_in_bounded_memory(each_kernel: Kernel) -> None:
     with subscriber(each_kernel) as sub:
-        before = rss_bytes(each_kernel)
+        before = each_kernel.rss_bytes()
         msg_id = each_kernel.send(
             "import time\n"
             "end = time.monotonic() + 4\n"
@@ -180,7 +168,7 @@ def test_an_endless_print_loop_stays_in_bounded_memory(each_kernel: Kernel) -> N
         # Neither channel is read while the loop runs: the RSS is sampled.
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline:
-            peak = max(peak, rss_bytes(each_kernel))
+            peak = max(peak, each_kernel.rss_bytes())
             time.sleep(0.1)
         # The IOPub backlog is bounded at 8 MiB, zmq's queue at 256 messages;
         # without a bound the loop queues hundreds of MB.
