@@ -27,6 +27,7 @@ class EncodedCall:
     buffers: list[Any]  # pickle.PickleBuffer of large arguments, sent out of band
     submitted_ns: int  # when encoding began, on the engine's clock
     serialize_ns: int  # what encoding took
+    is_chunk: bool = False  # a map chunk, not a call
 
 
 def encode_call(target: object, args: tuple[Any, ...], kwargs: dict[str, Any], *,
@@ -49,4 +50,5 @@ def encode_call(target: object, args: tuple[Any, ...], kwargs: dict[str, Any], *
         data, buffers = wire.encode_request(spec, mode, args, kwargs)
     except Exception:
         raise replies.argument_error(target, args, kwargs, mode, item_index) from None
-    return EncodedCall(name, data, buffers, submitted, _core.monotonic_ns() - submitted)
+    return EncodedCall(name, data, buffers, submitted, _core.monotonic_ns() - submitted,
+                       is_chunk=mode != "call")

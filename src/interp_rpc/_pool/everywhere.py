@@ -15,12 +15,13 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from interp_rpc._pool import replies, targets
+from interp_rpc._pool import replies
 from interp_rpc.errors import CallTimeoutError, InterpRpcError, PoolBrokenError, WorkerDiedError
 
 if TYPE_CHECKING:
     from collections.abc import Collection
 
+    from interp_rpc._pool.encoding import EncodedCall
     from interp_rpc._pool.engine import _core
     from interp_rpc._pool.pool import InterpreterPool
 
@@ -39,21 +40,22 @@ class Interrupted:
 
 
 class EverywhereRun:
-    """``target(*args, **kwargs)`` sent to each of ``workers`` of a local
-    pool; ``timeout`` is a deadline for all of them."""
+    """A call, encoded once, sent to each of ``workers`` of a local pool;
+    ``target`` is what was encoded, to name it; ``timeout`` is a deadline
+    for all of them."""
 
-    def __init__(self, pool: InterpreterPool, target: object, args: tuple[Any, ...],
-                 kwargs: dict[str, Any], timeout: float | None, workers: Collection[int]) -> None:
+    def __init__(self, pool: InterpreterPool, encoded: EncodedCall, target: object,
+                 timeout: float | None, workers: Collection[int]) -> None:
         self._pool = pool
         self._target = target
-        self._name = targets.describe(target)
+        self._name = encoded.name
         self._timeout = timeout
         self._deadline = None if timeout is None else time.monotonic() + timeout
         self._handles: dict[int, _core.CallHandle] = {}
         self._outcomes: dict[int, Any | BaseException] = {}
         for index in workers:
             try:
-                self._handles[index] = pool._dispatch(target, args, kwargs, worker=index)
+                self._handles[index] = pool._submit(encoded, worker=index)
             except PoolBrokenError:  # the engine refuses a call pinned to a dead worker
                 self._outcomes[index] = WorkerDiedError(self._name, f"worker {index} is dead")
 

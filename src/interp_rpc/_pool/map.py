@@ -7,11 +7,11 @@ and returns an iterator; ``timeout`` runs from the call and is raised from
 iterator, an error or Ctrl-C cancels the chunks that have not started, and
 stops the running ones before their next item.
 
-Each chunk carries hooks for its items (see ``_hooked`` in _worker/main.py): the index of
-its first item, the map's stop flag (a byte of this process's memory that
-the worker reads before every item), and, when asked, where output goes
-(``output``: a cross-interpreter queue, see notebook/relay.py) and whether a failing
-item is collected instead of ending the map (``errors="collect"``).
+Each chunk carries hooks for its items (see chunks.py): the index of its
+first item, the map's stop flag (a byte of this process's memory that the
+worker reads before every item), and, when asked, where output goes
+(``output``: a cross-interpreter queue, see notebook/relay.py) and whether a
+failing item is collected instead of ending the map (``errors="collect"``).
 
 Chunks are encoded and sent one at a time, so workers start on the first
 while the caller encodes the rest. Unless ``chunksize`` is given, a
@@ -25,21 +25,19 @@ from __future__ import annotations
 import collections
 import itertools
 import math
-import pickle
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, cast
 
-from interp_rpc._pool import replies as _replies
 from interp_rpc._pool import targets as _targets
 from interp_rpc._pool.chunk_sizer import ChunkSizer
+from interp_rpc._pool.chunks import chunk_arguments, chunk_results
 from interp_rpc._pool.validation import (
     check_buffersize,
     check_chunksize,
     check_errors,
     check_timeout,
 )
-from interp_rpc._worker import wire
 from interp_rpc.errors import MISSING, CallTimeoutError, RemoteError
 
 if TYPE_CHECKING:
@@ -190,18 +188,8 @@ class MapRun:
         # Per chunk: a pool.profile() that starts during a lazy map times
         # the chunks sent after it started.
         mode = pool._profiling.chunk_mode(self._mode, len(chunk))
-        hooks: dict[str, Any] | None = None
-        # A one-item chunk of a plain map carries no hooks (pickling
-        # them cost 150 ns of the chunk's few µs in the caller).
-        if len(chunk) > 1 or self._collect or self._output is not None:
-            hooks = {"start": start, "collect": self._collect, "output": self._output}
-            if len(chunk) > 1:
-                # A chunk of one item has no next item to stop before.
-                # The flag crosses as an out-of-band buffer, which the
-                # engine must release after the call: with chunksize=1
-                # that cost about a quarter of each item's time.
-                hooks["stop"] = pickle.PickleBuffer(self._stop_flag)
-        args = (chunk,) if hooks is None else (chunk, hooks)
+        args = chunk_arguments(chunk, start, collect=self._collect, output=self._output,
+                               stop_flag=self._stop_flag)
         return pool._encode(self._fn, args, {}, mode, start, self._normalized)
 
     def _send(self, batch: list[tuple[int, int, EncodedCall]]) -> None:
@@ -260,28 +248,17 @@ class MapRun:
                     raise self._timeout_error(handle)
                 self._pending.popleft()
                 self._in_flight -= count
-                status, kind, reply, worker = handle.take()
                 if self._chunksize is None:
                     self._measure(handle, count)
-                values, failed, error, *marks = _replies.reply_value(
-                    status, kind, reply, worker, self._fn, (), {}, chunk_start=start)
-                if marks or (failed >= 0 and self._pool._profiling.on):
-                    # Its items' times (a profiled chunk), or which one failed.
-                    self._pool._profiling.item_marks(handle.id, marks[0] if marks else None,
-                                                     failed)
-                if failed < 0 and error is not None:  # collected failures
-                    for offset, info in wire.loads(error):
-                        values[offset] = _replies.remote_error(
-                            info, target=self._name, worker=worker,
-                            item_index=start + offset)
+                values, failure = chunk_results(handle, self._pool._profiling, self._fn,
+                                                self._name, start)
                 if not self._exhausted:
                     self._refill()
                 self._done += len(values)
                 values.reverse()
                 yield map(list.pop, itertools.repeat(values, len(values)))
-                if failed >= 0:
-                    raise _replies.remote_error(wire.loads(error), target=self._name,
-                                                worker=worker, item_index=start + failed)
+                if failure is not None:
+                    raise failure
         finally:
             self._cancel_pending()
 

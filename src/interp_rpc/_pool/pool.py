@@ -16,6 +16,7 @@ from concurrent.futures import Executor, Future
 from typing import TYPE_CHECKING, Any, Self
 
 from interp_rpc._pool import exit_policy, replies, targets
+from interp_rpc._pool.chunks import chunk_results
 from interp_rpc._pool.encoding import EncodedCall, encode_call
 from interp_rpc._pool.engine import WORKER_SOURCE, _core, require_engine
 from interp_rpc._pool.everywhere import EverywhereRun
@@ -27,6 +28,7 @@ from interp_rpc.errors import (
     CallTimeoutError,
     PoolClosedError,
     PoolInitError,
+    RemoteError,
     WorkerInitFailure,
 )
 from interp_rpc.profiling.recorder import ProfileRecorder, ProfileSession
@@ -98,7 +100,12 @@ class InterpreterPool(Executor):
         time; the call itself goes on running in its worker.
         """
         check_timeout("timeout", timeout)
-        encoded = self._encode(target, args, kwargs)
+        return self._call(self._encode(target, args, kwargs), timeout, target, args, kwargs)
+
+    def _call(self, encoded: EncodedCall, timeout: float | None, target: object,
+              args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Run an encoded call; ``target``, ``args`` and ``kwargs`` are what
+        was encoded, to name what failed."""
         name = encoded.name
         status, kind, reply, worker, call_id = self._engine.call(
             name, encoded.data, encoded.buffers, timeout, encoded.submitted_ns,
@@ -132,19 +139,6 @@ class InterpreterPool(Executor):
         return MapRun(self, fn, iterables, timeout=timeout, chunksize=chunksize,
                       buffersize=buffersize, errors=errors).results()
 
-    def _map(self, fn: Callable[..., Any] | str, iterables: tuple[Iterable[Any], ...], *,
-             timeout: float | None = None, chunksize: int | None = None,
-             on_dispatched: Callable[[], None] | None = None, errors: str = "raise",
-             output: int | None = None) -> list[Any]:
-        """The list of map()'s results, calling ``on_dispatched`` once the
-        first chunk is queued (the notebook shows its live view only for a map
-        that really started). A failing item's RemoteError carries every
-        result that arrived before it, in ``partial_results``. ``errors`` and
-        ``output`` are MapRun's."""
-        return MapRun(self, fn, iterables, timeout=timeout, chunksize=chunksize,
-                      buffersize=None, on_dispatched=on_dispatched, errors=errors,
-                      output=output).collect()
-
     def run_everywhere(self, target: Callable[..., Any] | str, args: tuple[Any, ...] = (),
                        kwargs: dict[str, Any] | None = None, *, timeout: float | None = None,
                        workers: Collection[int] | None = None) -> EverywhereRun:
@@ -153,8 +147,40 @@ class InterpreterPool(Executor):
         does. ``wait()`` on the run gives each worker's result or the error it
         stands for; ``timeout`` is a deadline for all of them."""
         check_timeout("timeout", timeout)
+        encoded = self._encode(target, args, kwargs or {})
         chosen = range(self.workers) if workers is None else workers
-        return EverywhereRun(self, target, args, kwargs or {}, timeout, chosen)
+        return EverywhereRun(self, encoded, target, timeout, chosen)
+
+    # ---------------------- work another pool encoded (a ClusterPool's, sent here)
+
+    def call_encoded(self, encoded: EncodedCall) -> Any:
+        """Run a call another pool encoded (encoding.encode_call), as its
+        bytes came: its value, or the error it stands for, raised."""
+        self._check_open(encoded.name)
+        return self._call(encoded, None, encoded.name, (), {})
+
+    def map_chunk_encoded(self, encoded: EncodedCall, items: int,
+                          on_submitted: Callable[[int], None] | None = None
+                          ) -> tuple[list[Any], RemoteError | None]:
+        """Run a map chunk of ``items`` items another pool encoded (its
+        arguments from chunks.chunk_arguments, its first item numbered 0):
+        its results and the error of its failing item, as
+        chunks.chunk_results gives them. ``on_submitted(call id)`` runs once
+        it is queued, before it can finish."""
+        self._check_open(encoded.name)
+        handle = self._submit(encoded, item_index=0, item_count=items)
+        if on_submitted is not None:
+            on_submitted(handle.id)
+        handle.wait(None)
+        return chunk_results(handle, self._profiling, encoded.name, encoded.name, 0)
+
+    def run_everywhere_encoded(self, encoded: EncodedCall, *, timeout: float | None = None,
+                               workers: Collection[int] | None = None) -> EverywhereRun:
+        """run_everywhere() of a call another pool encoded."""
+        check_timeout("timeout", timeout)
+        self._check_open(encoded.name)
+        chosen = range(self.workers) if workers is None else workers
+        return EverywhereRun(self, encoded, encoded.name, timeout, chosen)
 
     # -------------------------------------------------------------- lifecycle
 
@@ -313,8 +339,8 @@ class InterpreterPool(Executor):
             raise PoolClosedError(f"the pool is closed; cannot call {name!r}")
 
     def _dispatch(self, target: object, args: tuple[Any, ...], kwargs: dict[str, Any], *,
-                  owner: object = None, worker: int = -1) -> _core.CallHandle:
-        return self._submit(self._encode(target, args, kwargs), owner=owner, worker=worker)
+                  owner: object = None) -> _core.CallHandle:
+        return self._submit(self._encode(target, args, kwargs), owner=owner)
 
     def _submit(self, encoded: EncodedCall, *, owner: object = None,
                 item_index: int = -1, item_count: int = 1, worker: int = -1) -> _core.CallHandle:

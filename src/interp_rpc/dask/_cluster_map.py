@@ -28,6 +28,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from interp_rpc._pool import targets
+from interp_rpc._pool.chunks import chunk_arguments
 from interp_rpc._pool.encoding import encode_call
 from interp_rpc._pool.validation import (
     check_buffersize,
@@ -37,6 +38,7 @@ from interp_rpc._pool.validation import (
 )
 from interp_rpc.dask import _chunking
 from interp_rpc.errors import RemoteError
+from interp_rpc.profiling.recorder import chunk_mode
 
 if TYPE_CHECKING:
     from interp_rpc.dask._cluster_pool import ClusterPool
@@ -105,7 +107,11 @@ class ClusterMapRun:
                 raise
 
     def _chunk(self, items: list[Any], start: int) -> Job:
-        request = encode_call(self._fn, (items,), {}, mode=self._mode, item_index=start,
+        # Encoded once, here: the process that runs it forwards these bytes
+        # to its pool, whose items are numbered from the chunk's first.
+        mode = chunk_mode(self._mode, len(items), profiled=bool(self._pool._profile_sessions))
+        arguments = chunk_arguments(items, 0, collect=self._collect)
+        request = encode_call(self._fn, arguments, {}, mode=mode, item_index=start,
                               normalized=self._normalized)
         return self._pool._new_job(request, item_offset=start, item_count=len(items),
                                    collect=self._collect)

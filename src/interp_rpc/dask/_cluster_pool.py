@@ -343,7 +343,8 @@ class ClusterPool(Executor):
         request = job.request
         job.process = process
         job.dispatched = time.monotonic()
-        function, extra = ((self._plugin_module.run_job, (job.collect,))
+        function, extra = ((self._plugin_module.run_job,
+                            (job.item_count if request.is_chunk else None,))
                            if job.everywhere is None
                            else (self._plugin_module.run_everywhere, job.everywhere))
         # The definitions remembered so far: the process replays those it

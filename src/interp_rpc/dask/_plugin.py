@@ -23,6 +23,7 @@ many definitions it needs).
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import socket
 import threading
@@ -32,11 +33,11 @@ from typing import TYPE_CHECKING, Any
 
 from distributed import WorkerPlugin, get_worker
 
-from interp_rpc._pool import replies, targets
+from interp_rpc._pool import replies
+from interp_rpc._pool.encoding import EncodedCall
+from interp_rpc._pool.engine import _core
 from interp_rpc._pool.exit_policy import EXIT_TIMEOUT
-from interp_rpc._pool.map import MapRun
 from interp_rpc._pool.pool import InterpreterPool
-from interp_rpc._worker import wire
 from interp_rpc.dask import _profiling
 from interp_rpc.dask._relayed_errors import as_pool_error
 from interp_rpc.errors import (
@@ -106,7 +107,6 @@ class PoolPlugin(WorkerPlugin):
         # on, which job each map chunk's request (local call id) served.
         self.profiles: dict[str, ProfileSession] = {}
         self.chunk_jobs: dict[int, int] = {}
-        self.dispatch_lock = threading.Lock()
 
     def __getstate__(self) -> dict[str, Any]:
         return {"name": self.name, "workers_per_process": self.workers_per_process,
@@ -169,10 +169,8 @@ class PoolPlugin(WorkerPlugin):
         for definition in definitions[self.replayed:upto]:
             if definition["id"] not in self.applied:
                 label = definition["label"]
-                spec, _, args, kwargs = wire.loads(definition["request"],
-                                                    definition["buffers"])
-                outcomes = pool.run_everywhere(_local_target(spec, label), args, kwargs,
-                                               timeout=self.init_timeout).wait()
+                encoded = _received(label, definition["request"], definition["buffers"], False)
+                outcomes = pool.run_everywhere_encoded(encoded, timeout=self.init_timeout).wait()
                 failures = [failure for index, outcome in outcomes.items()
                             if (failure := _replay_failure(index, outcome, label)) is not None]
                 if failures:
@@ -219,35 +217,28 @@ class PoolPlugin(WorkerPlugin):
             del self.running[job]
 
     def run(self, job: int, target_name: str, request: bytes, buffers: list[Any],
-            needed: int, collect: bool) -> Outcome:
+            needed: int, chunk_items: int | None) -> Outcome:
+        """A call, or a map chunk of ``chunk_items`` items, as the caller
+        encoded it: its bytes go to this process's pool unchanged (nothing is
+        unpickled here, in the dask worker's own interpreter)."""
         def call_or_map(pool: InterpreterPool) -> Outcome:
-            spec, mode, args, kwargs = wire.loads(request, buffers)
-            target = _local_target(spec, target_name)
-            try:
-                if mode == "call":
-                    return "ok", pool.call(target, *args, **kwargs)
-                (items,) = args
-                iterables = tuple(zip(*items, strict=True)) if mode == "starchunk" else (items,)
-                with self.dispatch_lock:
-                    # One chunk, so one request, sent here: while a profile
-                    # is on, the ids taken meanwhile are this job's.
-                    before = int(pool._engine.last_call_id)
-                    run = MapRun(pool, target, iterables, timeout=None, chunksize=len(items),
-                                 buffersize=None, errors="collect" if collect else "raise")
-                    if self.profiles:
-                        for call_id in range(before + 1, int(pool._engine.last_call_id) + 1):
-                            self.chunk_jobs[call_id] = job
-                return "ok", run.collect()
-            except RemoteError as exc:
-                # A failing map item: the chunk's results before it go back
-                # too, so the caller yields them before raising, as the local
-                # map does.
-                done = [] if exc.partial_results is None or exc.item_index is None \
-                    else exc.partial_results[:exc.item_index]
-                exc.partial_results = None  # they travel once, as ``done``
-                return "error", exc, done
+            encoded = _received(target_name, request, buffers, chunk_items is not None)
+            if chunk_items is None:
+                return "ok", pool.call_encoded(encoded)
+            values, failure = pool.map_chunk_encoded(encoded, chunk_items,
+                                                     functools.partial(self._note_chunk, job))
+            if failure is not None:
+                # A failing item: the chunk's results before it go back too,
+                # so the caller yields them before raising, as the local map does.
+                return "error", failure, values
+            return "ok", values
 
         return self._serve(job, target_name, needed, call_or_map)
+
+    def _note_chunk(self, job: int, call_id: int) -> None:
+        """While a profile is on: the job a map chunk's request serves."""
+        if self.profiles:
+            self.chunk_jobs[call_id] = job
 
     def run_everywhere(self, job: int, target_name: str, request: bytes, buffers: list[Any],
                        needed: int, subinterpreters: list[int] | None, timeout: float | None,
@@ -258,10 +249,9 @@ class PoolPlugin(WorkerPlugin):
         every subinterpreter: if the pool remembers it, this process does
         not replay it."""
         def in_each(pool: InterpreterPool) -> Outcome:
-            spec, _, args, kwargs = wire.loads(request, buffers)
-            chosen = list(range(pool.workers)) if subinterpreters is None else subinterpreters
-            outcomes = pool.run_everywhere(_local_target(spec, target_name), args, kwargs,
-                                           timeout=timeout, workers=chosen).wait()
+            outcomes = pool.run_everywhere_encoded(
+                _received(target_name, request, buffers, False), timeout=timeout,
+                workers=subinterpreters).wait()
             if run_id is not None:
                 self.applied.add(run_id)
             return "ok", [(index, ("error", as_pool_error(outcome))
@@ -318,12 +308,12 @@ class PoolPlugin(WorkerPlugin):
                 "clock": (mono, wall)}
 
 
-def _local_target(spec: targets.TargetSpec, name: str) -> Any:
-    """The target as the caller encoded it: this process's pool sends it on
-    unchanged (a function of the caller's notebook travels by value; this
-    process's __main__ is dask's, not the caller's). Typed Any: the pool's
-    signature lists what users pass, not this internal form."""
-    return targets.Normalized(spec, name)
+def _received(name: str, request: bytes, buffers: list[Any], is_chunk: bool) -> EncodedCall:
+    """A request as the caller encoded it, for this process's pool to run
+    (a function of the caller's notebook travels by value; this process's
+    __main__ is dask's, not the caller's). It was submitted now, as far as
+    this process's queue is concerned; its encoding was the caller's."""
+    return EncodedCall(name, request, list(buffers), _core.monotonic_ns(), 0, is_chunk=is_chunk)
 
 
 def _replay_failure(index: int, outcome: Any, label: str) -> WorkerInitFailure | None:
@@ -350,15 +340,14 @@ def _plugin(worker: Worker, name: str) -> PoolPlugin | None:
 
 
 def run_job(name: str, job: int, target_name: str, request: bytes,
-            buffers: list[Any], needed: int, collect: bool) -> Outcome:
-    """The dask task of a call or a map chunk, once this process has the
-    first ``needed`` definitions of the pool; ``collect``: a chunk's failing
-    items are results (map's ``errors="collect"``)."""
+            buffers: list[Any], needed: int, chunk_items: int | None) -> Outcome:
+    """The dask task of a call, or of a map chunk of ``chunk_items`` items,
+    once this process has the first ``needed`` definitions of the pool."""
     plugin = _plugin(get_worker(), name)
     if plugin is None:
         return "error", PoolClosedError(
             f"the pool is closed on this dask worker; cannot call {target_name!r}")
-    return plugin.run(job, target_name, request, buffers, needed, collect)
+    return plugin.run(job, target_name, request, buffers, needed, chunk_items)
 
 
 def run_everywhere(name: str, job: int, target_name: str, request: bytes, buffers: list[Any],

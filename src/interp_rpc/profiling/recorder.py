@@ -36,6 +36,13 @@ _OUTCOMES = {"worker_died": model.WORKER_DIED, "cancelled": model.CANCELLED,
              "pool_broken": model.NOT_RUN}
 
 
+def chunk_mode(mode: str, items: int, *, profiled: bool) -> str:
+    """A chunk request's mode ("chunk" or "starchunk" as given): with item
+    times while a profile is on (a chunk of one item needs none: its
+    request's times are the item's)."""
+    return mode + profiling.ITEM_TIMES if profiled and items > 1 else mode
+
+
 class ProfileRecorder:
     """The pool's side: which sessions are on, and the item times of their chunks."""
 
@@ -49,9 +56,8 @@ class ProfileRecorder:
         return bool(self._sessions)
 
     def chunk_mode(self, mode: str, items: int) -> str:
-        """A chunk request's mode: with item times while a session is on (a
-        chunk of one item needs none: its request's times are the item's)."""
-        return mode + profiling.ITEM_TIMES if self._sessions and items > 1 else mode
+        """A chunk request's mode while this pool's sessions are as they are now."""
+        return chunk_mode(mode, items, profiled=bool(self._sessions))
 
     def item_marks(self, call_id: int, marks: bytes | None, failed: int) -> None:
         """A map chunk's reply: its items' times (None: a chunk of one item,

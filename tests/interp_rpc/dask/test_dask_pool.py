@@ -296,3 +296,22 @@ def test_buffers_keep_their_format_and_content_across_the_network(pool: ClusterP
     assert pool.call("buffertasks.total", doubles) == 6.5
     big = bytes(range(256)) * 1024  # large: out of band in dask's frames
     assert pool.call("zlib.crc32", big) == zlib.crc32(big)
+
+
+def test_requests_are_unpickled_only_in_the_subinterpreter_that_runs_them(
+        pool: ClusterPool, tmp_path: Path) -> None:
+    # The dask worker process forwards the caller's bytes to its pool: its
+    # main interpreter (id 0) never loads the arguments, so a value it
+    # cannot load, or one that is costly to load, is loaded once, where it runs.
+    from clustertasks import Unpickled
+
+    log = tmp_path / "unpickled"
+    argument = Unpickled(str(log))
+    assert pool.call("clustertasks.unpickled_path", argument) == str(log)
+    assert list(pool.map("clustertasks.unpickled_path", [argument] * 3)) == [str(log)] * 3
+    everywhere = pool.run_everywhere("clustertasks.unpickled_path", (argument,)).wait()
+    assert set(everywhere.values()) == {str(log)}
+    loaded_in = [int(line) for line in log.read_text().split()]
+    # One load for the call, one per map chunk (one or more), one per subinterpreter.
+    assert len(loaded_in) >= 1 + 1 + pool.workers
+    assert 0 not in loaded_in
