@@ -4,7 +4,9 @@
 // It is rendered from a status snapshot alone, without any GIL, so the kernel
 // can publish it from a C++ thread while the notebook's main thread is
 // blocked in a call; under other kernels a Python thread publishes the same
-// rendering through interp_rpc._core.
+// rendering through interp_rpc._core. A cluster's table (rows that its
+// processes reported, grouped by process) is rendered here too
+// (render_status): one table, one set of rules, for every pool.
 #pragma once
 
 #include <cstdint>
@@ -51,6 +53,36 @@ class map_item_counter {
   std::int64_t m_done = 0;
 };
 
+// One worker's row, as any pool reports it (a cluster's rows come from its
+// processes' answers, not from a status board).
+struct status_row {
+  std::int64_t index = 0;
+  std::string state;               // "idle", "busy", "dead", ...
+  std::string target;              // current call's target, empty when none
+  std::int64_t item_index = -1;    // current map item (first of the chunk), or -1
+  double busy_seconds = 0;
+  std::uint64_t calls_done = 0;
+  std::string detail;              // why a dead worker died
+};
+
+// A titled group of rows, from row `first_row` on: one process of a cluster.
+struct row_group {
+  std::size_t first_row = 0;
+  std::string title;
+};
+
+struct status_view {
+  std::vector<status_row> rows;
+  std::vector<row_group> groups;  // by first_row, ascending; empty: no titles
+  live_progress progress;         // total 0: no progress line
+  bool table = true;              // false: the progress line and note alone
+  std::string empty_text;         // the table's one row when it has none
+  std::string note;               // a line under the table
+};
+
+live_rendering render_status(const status_view& view, double stuck_after_seconds);
+
+// render_status of a status board's snapshot.
 live_rendering render_live_view(const std::vector<worker_snapshot>& workers,
                                 const live_progress& progress, double stuck_after_seconds);
 

@@ -435,8 +435,8 @@ PYBIND11_MODULE(_core, m) {
 
   m.def("monotonic_ns", &core::now_ns, "The engine's clock (the same as time.monotonic_ns()).");
 
-  // The status tables' vocabulary (core/live_view.hpp), for the tables drawn
-  // in Python (a cluster's): one rule for "stuck", one colour per state.
+  // The status tables' rule for "stuck" (core/live_view.hpp), for what
+  // Python shows of a worker's state (WorkerStatus.displayed_state).
   m.attr("DEFAULT_STUCK_AFTER") = core::default_stuck_after_seconds;
   m.def(
       "displayed_state",
@@ -445,11 +445,35 @@ PYBIND11_MODULE(_core, m) {
       },
       py::arg("state"), py::arg("busy_seconds"), py::arg("stuck_after"),
       "The state a person should read: 'stuck' for a worker busy that long, else `state`.");
+  // A table from rows a pool reported (a cluster's), drawn as the engine
+  // draws its own: one table for every pool.
+  using status_row_tuple = std::tuple<std::int64_t, std::string, std::string, std::int64_t, double,
+                                      std::uint64_t, std::string>;
   m.def(
-      "state_marker", [](const std::string& state) { return std::string(core::state_marker(state)); },
-      py::arg("displayed_state"), "The CSS colour marking a displayed state's cell.");
-  m.def("seconds_text", &core::seconds_text, py::arg("seconds"),
-        "A duration as the status tables write it.");
+      "render_status",
+      [](const std::vector<status_row_tuple>& rows,
+         const std::vector<std::pair<std::size_t, std::string>>& groups, const std::string& target,
+         std::int64_t done, std::int64_t total, double elapsed_seconds, double stuck_after,
+         bool table, const std::string& empty_text, const std::string& note) {
+        core::status_view view;
+        view.rows.reserve(rows.size());
+        for (const auto& [index, state, call_target, item, busy, calls, detail] : rows) {
+          view.rows.push_back({index, state, call_target, item, busy, calls, detail});
+        }
+        for (const auto& [first_row, title] : groups) view.groups.push_back({first_row, title});
+        view.progress = {target, done, total, elapsed_seconds};
+        view.table = table;
+        view.empty_text = empty_text;
+        view.note = note;
+        const auto r = core::render_status(view, stuck_after);
+        return py::make_tuple(r.html, r.text);
+      },
+      py::arg("rows"), py::kw_only(), py::arg("groups"), py::arg("target"), py::arg("done"),
+      py::arg("total"), py::arg("elapsed_seconds"), py::arg("stuck_after"), py::arg("table"),
+      py::arg("empty_text"), py::arg("note"),
+      "The status table (HTML, text) of rows (index, state, target, item index or -1, busy "
+      "seconds, calls done, detail), with group titles before rows, a progress line (total 0: "
+      "none) and a note.");
 
   py::class_<map_counter>(m, "MapItemCounter")
       .def("update", &map_counter::update,

@@ -105,5 +105,16 @@ class Engine:
     def interpreter_ids(self) -> list[int]: ...
 
 def displayed_state(state: str, busy_seconds: float, stuck_after: float) -> str: ...
-def state_marker(displayed_state: str) -> str: ...
-def seconds_text(seconds: float) -> str: ...
+def render_status(
+    rows: list[tuple[int, str, str, int, float, int, str]],
+    *,
+    groups: list[tuple[int, str]],
+    target: str,
+    done: int,
+    total: int,
+    elapsed_seconds: float,
+    stuck_after: float,
+    table: bool,
+    empty_text: str,
+    note: str,
+) -> tuple[str, str]: ...

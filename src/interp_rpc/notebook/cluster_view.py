@@ -2,8 +2,9 @@
 
 The local pool's live view is rendered by its engine from a status board read
 without any GIL; a cluster's status is an answer from every dask worker
-process instead (``ClusterPool.status()``), so it is rendered here, grouped by
-host and process, with the local table's columns, states and colours.
+process instead (``ClusterPool.status()``). The engine's renderer draws it
+too (``_core.render_status``), grouped by host and process: one table, with
+one set of columns, states and colours, for every pool.
 ``%parallel_status --watch`` asks for it again every ``WATCH_REFRESH_SECONDS``
 from a background thread (StatusWatch). A map's progress counts the results
 received, in order, and is updated by the thread that receives them.
@@ -11,7 +12,6 @@ received, in order, and is updated by the thread that receives them.
 
 from __future__ import annotations
 
-import html
 import sys
 import threading
 import uuid
@@ -26,8 +26,6 @@ from interp_rpc.records import WorkerStatus
 
 if TYPE_CHECKING:
     from interp_rpc.dask import ClusterPool
-
-_COLUMNS = ("worker", "state", "target", "item", "running for", "calls done")
 
 #: How often a watch asks the cluster for its status. Each ask is a round trip
 #: to every dask worker process (a few ms on one machine, more across a
@@ -46,58 +44,32 @@ def _process_of(w: WorkerStatus) -> tuple[str, int, str]:
             str(getattr(index, "address", "?")))
 
 
-def _cells(w: WorkerStatus, stuck_after: float) -> tuple[str, ...]:
-    busy = w.state == "busy"
-    target = (w.target or "") if busy else (w.detail or "") if w.state == "dead" else ""
-    item = str(w.item_index) if busy and w.item_index is not None else ""
-    return (str(int(w.index)), w.displayed_state(stuck_after), target, item,
-            _core.seconds_text(w.busy_seconds) if busy else "", str(w.calls_done))
-
-
-def status_bundle(statuses: Iterable[WorkerStatus], stuck_after: float,
-                  note: str = "") -> dict[str, str]:
-    """The status table of a cluster's subinterpreters, one group per process,
-    and a note under it (a watch's state) if any."""
-    rows = sorted(statuses, key=lambda w: (_process_of(w)[:2], int(w.index)))
-    head = "".join(f"<th>{c}</th>" for c in _COLUMNS)
-    parts = ['<div class="interp-rpc-live"><table class="interp-rpc-status">'
-             f"<thead><tr>{head}</tr></thead><tbody>"]
-    text = []
-    for (host, pid, address), group in groupby(rows, key=_process_of):
-        title = f"{host} · process {pid} · dask worker {address}"
-        parts.append(f'<tr class="interp-rpc-process"><th colspan="{len(_COLUMNS)}" '
-                     f'style="text-align:left">{html.escape(title)}</th></tr>')
-        text.append(title)
-        for w in group:
-            worker, state, target, item, running, calls = _cells(w, stuck_after)
-            marker = _core.state_marker(state)
-            shown_target = f"<code>{html.escape(target)}</code>" if target else ""
-            parts.append(f'<tr class="interp-rpc-{state}"><td>{worker}</td>'
-                         f'<td style="border-left:4px solid {marker};font-weight:bold">{state}</td>'
-                         f"<td>{shown_target}</td><td>{item}</td><td>{running}</td>"
-                         f"<td>{calls}</td></tr>")
-            text.append(f"  {worker:<6}{state:<9}{target:<32}{item:<10}{running:<13}{calls}")
-    if not rows:
-        text.append("no dask worker process serves the pool")
-        parts.append(f'<tr><td colspan="{len(_COLUMNS)}">no dask worker process serves '
-                     "the pool</td></tr>")
-    parts.append("</tbody></table>")
-    if note:
-        parts.append(_note_html(note))
-        text.append(note)
-    parts.append("</div>")
-    return {"text/html": "".join(parts), "text/plain": "\n".join(text) + "\n"}
-
-
-def _note_html(note: str) -> str:
-    return ('<div class="interp-rpc-note" style="color:var(--jp-content-font-color2, '
-            f'#59636e)">{html.escape(note)}</div>')
+def render(statuses: Iterable[WorkerStatus] | None, stuck_after: float, *, note: str = "",
+           progress: tuple[str, int, int, float] | None = None) -> dict[str, str]:
+    """The cluster's status table, one group of rows per process, drawn by
+    the engine's renderer (the local pool's table); a note under it, and
+    ``progress`` (target, done, total, seconds) above it. ``statuses`` None:
+    no table (no answer yet, or a map's progress alone)."""
+    rows: list[tuple[int, str, str, int, float, int, str]] = []
+    groups: list[tuple[int, str]] = []
+    ordered = sorted(statuses or (), key=lambda w: (_process_of(w)[:2], int(w.index)))
+    for (host, pid, address), group in groupby(ordered, key=_process_of):
+        groups.append((len(rows), f"{host} · process {pid} · dask worker {address}"))
+        rows.extend((int(w.index), w.state, w.target or "",
+                     -1 if w.item_index is None else w.item_index, w.busy_seconds,
+                     w.calls_done, w.detail or "") for w in group)
+    target, done, total, seconds = progress or ("", 0, 0, 0.0)
+    html_text, text = _core.render_status(
+        rows, groups=groups, target=target, done=done, total=total, elapsed_seconds=seconds,
+        stuck_after=stuck_after, table=statuses is not None,
+        empty_text="no dask worker process serves the pool", note=note)
+    return {"text/html": html_text, "text/plain": text}
 
 
 def show_status(pool: ClusterPool, stuck_after: float) -> None:
     from IPython.display import display
 
-    display(status_bundle(pool.status(), stuck_after), raw=True)
+    display(render(pool.status(), stuck_after), raw=True)
 
 
 class StatusWatch:
@@ -193,9 +165,7 @@ class StatusWatch:
         note = " ".join(notes)
         if statuses is None:
             note = ("No answer from the cluster yet. " if error is None else "") + note
-            return {"text/html": f'<div class="interp-rpc-live">{_note_html(note)}</div>',
-                    "text/plain": note + "\n"}
-        return status_bundle(statuses, self._stuck_after, note)
+        return render(statuses, self._stuck_after, note=note)
 
     def _publish(self, frame: dict[str, str]) -> None:
         """Update the display, unless the frame is the one already shown."""
@@ -282,17 +252,8 @@ class Progress:
         self._shown = False
 
     def _frame(self) -> dict[str, str]:
-        fraction = self._done / self._total if self._total else 1.0
-        counts = (f"{self._done}/{self._total} items ({fraction:.0%}), "
-                  f"{_core.seconds_text(monotonic() - self._started_at)}")
-        bar = ('<div style="background:var(--jp-layout-color3, #d0d7de);height:8px;'
-               'width:320px;border-radius:4px"><div style="background:'
-               'var(--jp-success-color1, #1a7f37);height:8px;border-radius:4px;'
-               f'width:{int(fraction * 320)}px"></div></div>')
-        filled = int(fraction * 30)
-        return {"text/html": f'<div class="interp-rpc-progress"><b>{html.escape(self._target)}'
-                             f"</b> {counts}{bar}</div>",
-                "text/plain": f"{self._target} [{'#' * filled}{'.' * (30 - filled)}] {counts}"}
+        return render(None, 0.0, progress=(self._target, self._done, self._total,
+                                           monotonic() - self._started_at))
 
     def start(self) -> None:
         from IPython.display import display

@@ -342,7 +342,38 @@ def test_one_stuck_rule_for_both_status_tables(state: str, busy_seconds: float,
                           item_index=None, busy_seconds=busy_seconds, calls_done=0,
                           busy_seconds_total=busy_seconds, detail=None)
     assert status.displayed_state(10.0) == shown
-    table = cluster_view.status_bundle([status], stuck_after=10.0)["text/html"]
+    table = cluster_view.render([status], stuck_after=10.0)["text/html"]
     marker = {"busy": "var(--jp-success-color1, #1a7f37)", "idle": "transparent"}.get(
         shown, "var(--jp-error-color1, #b42318)")
     assert f'<td style="border-left:4px solid {marker};font-weight:bold">{shown}</td>' in table
+
+
+def test_the_cluster_table_is_the_local_table_with_a_title_per_process() -> None:
+    # One renderer: a cluster's rows, which its processes report, are drawn
+    # by the engine's table code, so both tables have the same columns,
+    # rows and text layout.
+    from interp_rpc import InterpreterPool
+    from interp_rpc.notebook import cluster_view
+    from interp_rpc.records import WorkerStatus
+
+    with InterpreterPool(1) as pool:
+        local_html, local_text = pool.render_status()
+    idle = WorkerStatus(index=0, state="idle", target=None, item_index=None, busy_seconds=0.0,
+                        calls_done=0, busy_seconds_total=0.0, detail=None)
+    cluster = cluster_view.render([idle], stuck_after=10.0, note="a <note>")
+    local_rows = local_html[local_html.index("<table"):local_html.index("</table>")]
+    local_head, local_row = local_rows.split("</thead><tbody>")
+    assert cluster["text/html"].startswith('<div class="interp-rpc-live">' + local_head)
+    assert local_row in cluster["text/html"]
+    assert 'class="interp-rpc-process"' in cluster["text/html"]
+    assert "a &lt;note&gt;" in cluster["text/html"]
+    local_lines = local_text.splitlines()
+    cluster_lines = cluster["text/plain"].splitlines()
+    assert cluster_lines[0] == local_lines[0]  # the header
+    assert cluster_lines[1].startswith("? · process 0")  # a status without a ClusterWorker
+    assert cluster_lines[2] == local_lines[1]
+    assert cluster_lines[3] == "a <note>"
+    empty = cluster_view.render([], stuck_after=10.0)
+    assert "no dask worker process serves the pool" in empty["text/plain"]
+    waiting = cluster_view.render(None, stuck_after=10.0, note="No answer yet.")
+    assert "<table" not in waiting["text/html"] and "No answer yet." in waiting["text/html"]
