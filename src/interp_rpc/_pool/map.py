@@ -29,15 +29,9 @@ import time
 from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, cast
 
-from interp_rpc._pool import targets as _targets
 from interp_rpc._pool.chunk_sizer import ChunkSizer
 from interp_rpc._pool.chunks import chunk_arguments, chunk_results
-from interp_rpc._pool.validation import (
-    check_buffersize,
-    check_chunksize,
-    check_errors,
-    check_timeout,
-)
+from interp_rpc._pool.map_spec import map_spec
 from interp_rpc.errors import MISSING, CallTimeoutError, RemoteError
 
 if TYPE_CHECKING:
@@ -85,30 +79,19 @@ class MapRun:
         """``errors="collect"``: a failing item's RemoteError takes its place
         among the results, and the map goes on. ``output``: the id of a
         cross-interpreter queue that receives what the targets print."""
-        check_timeout("timeout", timeout)
-        check_errors(errors)
-        check_chunksize(chunksize)
-        check_buffersize(buffersize)
-        # Once per map, and an unusable target fails before anything runs.
-        self._normalized = _targets.normalize(fn)
+        spec = map_spec(fn, iterables, timeout=timeout, chunksize=chunksize,
+                        buffersize=buffersize, errors=errors, check_open=pool._check_open)
+        self._normalized = spec.normalized
         self._pool = pool
         self._fn = fn
-        self._name = _targets.describe(fn)
-        self._deadline = None if timeout is None else time.monotonic() + timeout
+        self._name = spec.name
+        self._deadline = spec.deadline
         self._timeout = timeout
-        self._star = len(iterables) != 1  # none: zip() of nothing, as Executor.map
-        self._mode = "starchunk" if self._star else "chunk"
+        self._mode = spec.mode
         self._chunksize = chunksize
         self._buffersize = buffersize
-        items: Iterable[Any] = zip(*iterables, strict=False) if self._star else iterables[0]
-        if buffersize is None:
-            # Everything is submitted now, as Executor.map does; knowing the
-            # count lets chunks be balanced across workers.
-            items = list(items)
-            self._total: int | None = len(items)
-        else:
-            self._total = None
-        self._items = iter(items)
+        self._total: int | None = spec.total
+        self._items = iter(spec.items)
         self._next_index = 0  # of the next item to read
         self._exhausted = False
         self._pending: collections.deque[tuple[int, int, _core.CallHandle]] = collections.deque()
@@ -117,7 +100,7 @@ class MapRun:
         self._sizer = ChunkSizer(self._balanced_size())
         self._measured_id = 0  # the last chunk whose cost the sizer has seen
         self._batch_items = 1  # how many items the next batch of chunks waits for
-        self._collect = errors == "collect"
+        self._collect = spec.collect
         self._output = output
         # Set to 1 to stop the running chunks before their next item.
         self._stop_flag = bytearray(1)

@@ -27,15 +27,9 @@ import time
 from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from interp_rpc._pool import targets
 from interp_rpc._pool.chunks import chunk_arguments
 from interp_rpc._pool.encoding import encode_call
-from interp_rpc._pool.validation import (
-    check_buffersize,
-    check_chunksize,
-    check_errors,
-    check_timeout,
-)
+from interp_rpc._pool.map_spec import map_spec
 from interp_rpc.dask import _chunking
 from interp_rpc.errors import RemoteError
 from interp_rpc.profiling.recorder import chunk_mode
@@ -51,20 +45,17 @@ class ClusterMapRun:
     def __init__(self, pool: ClusterPool, fn: Callable[..., Any] | str,
                  iterables: tuple[Iterable[Any], ...], *, timeout: float | None,
                  chunksize: int | None, buffersize: int | None, errors: str = "raise") -> None:
-        check_timeout("timeout", timeout)
-        check_errors(errors)
-        check_chunksize(chunksize)
-        check_buffersize(buffersize)
-        # Once per map, and an unusable target fails before anything runs.
-        self._normalized = targets.normalize(fn)
+        spec = map_spec(fn, iterables, timeout=timeout, chunksize=chunksize,
+                        buffersize=buffersize, errors=errors, check_open=pool._check_open)
+        self._normalized = spec.normalized
         self._pool = pool
         self._fn = fn
-        self._name = targets.describe(fn)
+        self._name = spec.name
         self._timeout = timeout
-        self._deadline = None if timeout is None else time.monotonic() + timeout
-        self._mode = "chunk" if len(iterables) == 1 else "starchunk"
+        self._deadline = spec.deadline
+        self._mode = spec.mode
         self._buffersize = buffersize
-        self._collect = errors == "collect"
+        self._collect = spec.collect
         self._lock = threading.Lock()
         self._jobs: collections.deque[Job] = collections.deque()  # in order, until yielded
         self._held: collections.deque[Job] = collections.deque()  # encoded, not sent yet
@@ -73,12 +64,9 @@ class ClusterMapRun:
         self._long_chunks = False  # one took QUEUE_AHEAD_LIMIT_S or more
         self._stopped = False
         self._done = 0  # items whose results were yielded
-        pool._check_open(self._name)
-        items: Iterable[Any] = iterables[0] if len(iterables) == 1 else \
-            zip(*iterables, strict=False)
         slots = max(1, pool.workers)
-        if buffersize is None:
-            listed = list(items)
+        if isinstance(spec.items, list):
+            listed = spec.items
             self._total: int | None = len(listed)
             self._items: Iterator[Any] = iter(())
             self._exhausted = True
@@ -94,8 +82,9 @@ class ClusterMapRun:
                 self._cancel()
                 raise
         else:
+            assert buffersize is not None
             self._total = None
-            self._items = iter(items)
+            self._items = spec.items
             self._exhausted = False
             self._size = min(chunksize or math.ceil(buffersize / slots), buffersize)
             self._next_index = 0

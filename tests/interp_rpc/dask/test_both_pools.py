@@ -3,6 +3,10 @@ each test runs once on each kind of pool and expects the same behaviour."""
 
 from __future__ import annotations
 
+import itertools
+import re
+import threading
+import zlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,7 +16,7 @@ pytest.importorskip("distributed")
 
 from dask_support import CLUSTER_LIMIT, INIT, local_cluster
 
-from interp_rpc import InterpreterPool, RemoteError
+from interp_rpc import InterpreterPool, PoolClosedError, RemoteError, ShareabilityError
 from interp_rpc.dask import ClusterPool
 
 pytestmark = pytest.mark.timeout(240)
@@ -75,3 +79,64 @@ def test_worker_indices_are_what_run_everywhere_and_statuses_use(any_pool: Any) 
     chosen = indices[-1:]
     outcomes = any_pool.run_everywhere("os.getpid", workers=chosen).wait()
     assert list(outcomes) == chosen
+
+
+@pytest.fixture(params=["InterpreterPool", "ClusterPool"])
+def closed_pool(request: pytest.FixtureRequest, client: Any) -> Any:
+    pool: Any = (InterpreterPool(workers=1) if request.param == "InterpreterPool"
+                 else ClusterPool(client))
+    pool.close(timeout=CLUSTER_LIMIT)
+    return pool
+
+
+def test_a_closed_pool_reads_nothing_of_a_maps_input(closed_pool: Any) -> None:
+    # No data is lost: the items stay in the caller's iterator.
+    items = iter(range(5))
+    message = "the pool is closed; cannot call 'builtins.abs'"
+    with pytest.raises(PoolClosedError, match=re.escape(message)):
+        closed_pool.map(abs, items)
+    assert list(items) == [0, 1, 2, 3, 4]
+
+
+@pytest.mark.parametrize(("options", "error", "message"), [
+    ({"chunksize": 0}, ValueError, "chunksize must be a positive int or None, not 0"),
+    ({"buffersize": 0}, ValueError, "buffersize must be None or > 0"),
+    ({"buffersize": 1.5}, TypeError, "buffersize must be an integer or None"),
+    ({"timeout": -1}, ValueError, "timeout must be a non-negative number of seconds"),
+])
+def test_map_options_are_checked_with_the_same_messages(any_pool: Any, options: dict[str, Any],
+                                                        error: type[Exception],
+                                                        message: str) -> None:
+    items = iter(range(3))
+    with pytest.raises(error, match=re.escape(message)):
+        any_pool.map(abs, items, **options)
+    assert list(items) == [0, 1, 2]
+
+
+def test_buffersize_reads_an_endless_input_lazily(any_pool: Any) -> None:
+    results = any_pool.map("pooltasks.square", itertools.count(), buffersize=4)
+    assert list(itertools.islice(results, 10)) == [i * i for i in range(10)]
+    results.close()
+
+
+def test_an_unshareable_map_item_is_named_by_its_path_before_anything_runs(
+        any_pool: Any) -> None:
+    with pytest.raises(ShareabilityError) as caught:
+        any_pool.map("pooltasks.identity", [1, {"key": [threading.Lock()]}])
+    assert caught.value.item_index == 1
+    assert caught.value.argument_path == "argument 'value'['key'][0]"
+
+
+def test_a_profile_records_every_item_of_a_map(any_pool: Any) -> None:
+    with any_pool.profile() as prof:
+        assert list(any_pool.map("pooltasks.square", range(30), chunksize=4)) == [
+            i * i for i in range(30)]
+    assert sorted(r.item for r in prof.records) == list(range(30))
+    assert {r.worker for r in prof.records} <= set(any_pool.worker_indices())
+
+
+def test_run_everywhere_sends_large_arguments_to_every_worker(any_pool: Any) -> None:
+    big = bytes(range(256)) * 4096  # out of band: one encoding, sent to each worker
+    outcomes = any_pool.run_everywhere("zlib.crc32", (big,)).wait()
+    assert sorted(outcomes) == sorted(any_pool.worker_indices())
+    assert set(outcomes.values()) == {zlib.crc32(big)}

@@ -1,0 +1,158 @@
+"""The %parallel magics, case by case, on a local pool and on a dask cluster
+alike: each test runs once with the notebook's pool on each kind and expects
+what the user sees to be the same (where a cluster must differ, such as the
+status table's process titles, the test says so)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+pytest.importorskip("distributed")
+
+from dask_support import INIT
+from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
+from shell_support import Run, cell_runner, check_errors_collect
+
+from interp_rpc import MISSING, CallTimeoutError, RemoteError, ShareabilityError
+from interp_rpc.dask import ClusterPool
+from interp_rpc.notebook import ParallelCellError, current_pool
+
+pytestmark = pytest.mark.timeout(300)
+
+#: How the notebook's pool is made, for each kind: two workers either way.
+POOL_MAGICS = {
+    "local": f"--local -n 2 --init {INIT!r}",
+    "dask": f"--dask local:2 --init {INIT!r}",
+}
+
+
+@pytest.fixture(scope="module")
+def shell() -> Iterator[InteractiveShell]:
+    ip = InteractiveShell.instance()
+    ip.run_line_magic("load_ext", "interp_rpc")
+    try:
+        yield ip
+    finally:
+        ip.run_line_magic("unload_ext", "interp_rpc")
+
+
+@pytest.fixture(scope="module", params=sorted(POOL_MAGICS))
+def kind(request: pytest.FixtureRequest, shell: InteractiveShell) -> str:
+    """The notebook's pool, of this kind, for the tests of this kind."""
+    shell.run_line_magic("parallel_pool", POOL_MAGICS[request.param])
+    pool = current_pool()
+    assert isinstance(pool, ClusterPool) == (request.param == "dask")
+    assert pool.workers == 2
+    return str(request.param)
+
+
+@pytest.fixture
+def run(kind: str, shell: InteractiveShell, capsys: pytest.CaptureFixture[str]) -> Run:
+    return cell_runner(shell, capsys)
+
+
+def test_parallel_defines_names_that_become_map_targets(run: Run) -> None:
+    ran = run("%%parallel\ndef doubled(x):\n    return 2 * x\n")
+    assert ran.error is None, ran.shown
+    ran = run("found = %parallel_map doubled range(10)")
+    assert ran.error is None, ran.shown
+    assert InteractiveShell.instance().user_ns["found"] == [2 * i for i in range(10)]
+    ran = run("%parallel print(doubled(21))")
+    assert ran.out == "[workers 0-1]\n42\n", ran.shown
+
+
+def test_a_notebook_function_travels_by_value(run: Run) -> None:
+    ran = run("def tripled(x):\n    return 3 * x\nfound = %parallel_map tripled range(6)")
+    assert ran.error is None, ran.shown
+    assert InteractiveShell.instance().user_ns["found"] == [0, 3, 6, 9, 12, 15]
+    # Redefined: the new body runs.
+    ran = run("def tripled(x):\n    return -x\nfound = %parallel_map tripled range(3)")
+    assert InteractiveShell.instance().user_ns["found"] == [0, -1, -2]
+
+
+def test_errors_collect(shell: InteractiveShell, run: Run) -> None:
+    check_errors_collect(shell, run)
+
+
+def test_except_the_original_class_around_a_map(run: Run) -> None:
+    ran = run("%%parallel\ndef inverse(x):\n    return 1 / x\n")
+    assert ran.error is None, ran.shown
+    ran = run("try:\n"
+              "    %parallel_map --chunksize 1 inverse [1, 2, 0, 4]\n"
+              "except ZeroDivisionError as error:\n"
+              "    caught = error\n")
+    assert ran.error is None, ran.shown
+    caught = InteractiveShell.instance().user_ns["caught"]
+    assert isinstance(caught, RemoteError) and caught.item_index == 2
+    assert caught.partial_results == [1.0, 0.5, MISSING, MISSING]
+
+
+def test_a_failed_map_keeps_its_results_in_out(run: Run) -> None:
+    ran = run("%parallel_map -o roots --chunksize 2 math.sqrt [1.0, 4.0, 9.0, -1.0, 16.0]")
+    assert isinstance(ran.error, RemoteError) and ran.error.item_index == 3
+    assert InteractiveShell.instance().user_ns["roots"] == [1.0, 2.0, 3.0, MISSING, MISSING]
+    assert "roots: the 3 results before the failed item are stored" in ran.err
+
+
+def test_an_item_that_cannot_cross_is_named_before_anything_runs(run: Run) -> None:
+    ran = run("import threading\n%parallel_map pooltasks.identity [1, threading.Lock()]")
+    assert isinstance(ran.error, ShareabilityError), ran.shown
+    assert ran.error.item_index == 1
+    assert "lock" in ran.error.value_type
+
+
+def test_timeout_stops_waiting_and_says_how_far_the_map_got(run: Run) -> None:
+    ran = run("%parallel_map --timeout 0.2 --chunksize 1 pooltasks.sleep_then [3.0]")
+    assert isinstance(ran.error, CallTimeoutError), ran.shown
+    assert ran.error.completed == 0 and ran.error.total == 1
+
+
+def test_profile_records_every_item_and_merges_functions(run: Run) -> None:
+    ran = run("%parallel_map --profile --chunksize 4 pooltasks.square range(20)")
+    assert ran.error is None, ran.shown
+    assert "square" in ran.out, ran.out
+    ran = run("%parallel_profile -o prof")
+    assert ran.error is None, ran.shown
+    prof = InteractiveShell.instance().user_ns["prof"]
+    assert sorted(r.item for r in prof.records) == list(range(20))
+    assert prof.stats is not None
+
+
+def test_targets_runs_a_cell_in_the_chosen_worker_only(run: Run) -> None:
+    ran = run("%%parallel --targets 1\nprint('here')\n")
+    assert ran.error is None, ran.shown
+    assert ran.out == "[worker 1]\nhere\n", ran.shown
+
+
+def test_a_cell_error_is_caught_as_its_class_in_each_worker(run: Run) -> None:
+    ran = run("%%parallel\nraise KeyError('gone')\n")
+    assert isinstance(ran.error, ParallelCellError)
+    assert sorted(ran.error.errors) == [0, 1]
+    for error in ran.error.errors.values():
+        assert isinstance(error, KeyError) and isinstance(error, RemoteError)
+    assert ran.shown.count("KeyError: 'gone'") == 1, ran.shown
+
+
+def test_status_shows_every_worker_idle(kind: str, run: Run) -> None:
+    ran = run("%parallel_status --watch 0")
+    assert ran.error is None, ran.shown
+    header = "worker  state    target                          item      running for  calls done"
+    assert ran.out.startswith(header), ran.out
+    assert ran.out.count("idle") == 2, ran.out
+    # A cluster's table says which process holds its workers.
+    assert (" · process " in ran.out) == (kind == "dask"), ran.out
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    ("--chunksize 0 abs [1]", "--chunksize must be at least 1, not 0"),
+    ("--timeout -1 abs [1]", "--timeout"),
+    ("--errors ignore abs [1]", "invalid choice: 'ignore'"),
+    ("abs", "ITEMS is missing after TARGET 'abs'"),
+])
+def test_bad_options_are_the_same_usage_errors(run: Run, line: str, message: str) -> None:
+    ran = run(f"%parallel_map {line}")
+    assert isinstance(ran.error, UsageError) or message in ran.shown, ran.shown
+    assert message in (str(ran.error) if ran.error else ran.shown)
