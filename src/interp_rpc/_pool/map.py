@@ -81,15 +81,8 @@ class MapRun:
         cross-interpreter queue that receives what the targets print."""
         spec = map_spec(fn, iterables, timeout=timeout, chunksize=chunksize,
                         buffersize=buffersize, errors=errors, check_open=pool._check_open)
-        self._normalized = spec.normalized
+        self._spec = spec
         self._pool = pool
-        self._fn = fn
-        self._name = spec.name
-        self._deadline = spec.deadline
-        self._timeout = timeout
-        self._mode = spec.mode
-        self._chunksize = chunksize
-        self._buffersize = buffersize
         self._total: int | None = spec.total
         self._items = iter(spec.items)
         self._next_index = 0  # of the next item to read
@@ -100,7 +93,6 @@ class MapRun:
         self._sizer = ChunkSizer(self._balanced_size())
         self._measured_id = 0  # the last chunk whose cost the sizer has seen
         self._batch_items = 1  # how many items the next batch of chunks waits for
-        self._collect = spec.collect
         self._output = output
         # Set to 1 to stop the running chunks before their next item.
         self._stop_flag = bytearray(1)
@@ -119,17 +111,17 @@ class MapRun:
         workers = self._pool.workers
         if self._total is not None:
             return max(1, math.ceil(self._total / (workers * _CHUNKS_PER_WORKER)))
-        assert self._buffersize is not None
-        return max(1, math.ceil(self._buffersize / workers))
+        assert self._spec.buffersize is not None
+        return max(1, math.ceil(self._spec.buffersize / workers))
 
     def _next_size(self) -> int:
-        size = self._chunksize if self._chunksize is not None else self._sizer.next_size()
-        if self._buffersize is not None:
-            size = min(size, self._buffersize - self._in_flight)
+        size = self._spec.chunksize if self._spec.chunksize is not None else self._sizer.next_size()
+        if self._spec.buffersize is not None:
+            size = min(size, self._spec.buffersize - self._in_flight)
         return max(size, 1)
 
     def _has_room(self) -> bool:
-        return self._buffersize is None or self._in_flight < self._buffersize
+        return self._spec.buffersize is None or self._in_flight < self._spec.buffersize
 
     def _refill(self) -> None:
         """Encode and submit chunks until the input ends or the buffer is full.
@@ -144,7 +136,7 @@ class MapRun:
         batch: list[tuple[int, int, EncodedCall]] = []
         batch_items = 0
         while not self._exhausted and self._has_room():
-            if self._chunksize is None:
+            if self._spec.chunksize is None:
                 self._measure_finished()
             size = self._next_size()
             chunk = list(itertools.islice(self._items, size))
@@ -162,7 +154,7 @@ class MapRun:
             if batch_items >= self._batch_items:
                 self._send(batch)
                 batch, batch_items = [], 0
-                if self._buffersize is None:
+                if self._spec.buffersize is None:
                     self._batch_items = min(2 * self._batch_items, _MAX_BATCH_ITEMS)
         self._send(batch)
 
@@ -170,10 +162,10 @@ class MapRun:
         pool = self._pool
         # Per chunk: a pool.profile() that starts during a lazy map times
         # the chunks sent after it started.
-        mode = pool._profiling.chunk_mode(self._mode, len(chunk))
-        args = chunk_arguments(chunk, start, collect=self._collect, output=self._output,
+        mode = pool._profiling.chunk_mode(self._spec.mode, len(chunk))
+        args = chunk_arguments(chunk, start, collect=self._spec.collect, output=self._output,
                                stop_flag=self._stop_flag)
-        return pool._encode(self._fn, args, {}, mode, start, self._normalized)
+        return pool._encode(self._spec.fn, args, {}, mode, start, self._spec.normalized)
 
     def _send(self, batch: list[tuple[int, int, EncodedCall]]) -> None:
         if len(batch) == 1:
@@ -193,7 +185,7 @@ class MapRun:
 
     def _measure(self, handle: _core.CallHandle, count: int) -> None:
         """Tell the sizer what a finished chunk cost, once per chunk."""
-        if self._chunksize is not None or handle.id <= self._measured_id:
+        if self._spec.chunksize is not None or handle.id <= self._measured_id:
             return
         self._measured_id = handle.id
         timing = handle.timing
@@ -225,16 +217,16 @@ class MapRun:
         try:
             while self._pending:
                 start, count, handle = self._pending[0]
-                remaining = (None if self._deadline is None
-                             else max(0.0, self._deadline - time.monotonic()))
+                remaining = (None if self._spec.deadline is None
+                             else max(0.0, self._spec.deadline - time.monotonic()))
                 if not handle.wait(remaining):
                     raise self._timeout_error(handle)
                 self._pending.popleft()
                 self._in_flight -= count
-                if self._chunksize is None:
+                if self._spec.chunksize is None:
                     self._measure(handle, count)
-                values, failure = chunk_results(handle, self._pool._profiling, self._fn,
-                                                self._name, start)
+                values, failure = chunk_results(handle, self._pool._profiling, self._spec.fn,
+                                                self._spec.name, start)
                 if not self._exhausted:
                     self._refill()
                 self._done += len(values)
@@ -271,9 +263,9 @@ class MapRun:
         return self._total
 
     def _timeout_error(self, handle: _core.CallHandle) -> CallTimeoutError:
-        assert self._timeout is not None
+        assert self._spec.timeout is not None
         self._pool._profiling.gave_up(handle.id)
         busy_worker, seconds = self._pool._busy_worker(handle.id)
-        return CallTimeoutError(self._name, self._timeout, worker=busy_worker,
+        return CallTimeoutError(self._spec.name, self._spec.timeout, worker=busy_worker,
                                 running_seconds=seconds, completed=self._done,
                                 total=self._total)

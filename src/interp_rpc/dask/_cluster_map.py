@@ -47,15 +47,8 @@ class ClusterMapRun:
                  chunksize: int | None, buffersize: int | None, errors: str = "raise") -> None:
         spec = map_spec(fn, iterables, timeout=timeout, chunksize=chunksize,
                         buffersize=buffersize, errors=errors, check_open=pool._check_open)
-        self._normalized = spec.normalized
+        self._spec = spec
         self._pool = pool
-        self._fn = fn
-        self._name = spec.name
-        self._timeout = timeout
-        self._deadline = spec.deadline
-        self._mode = spec.mode
-        self._buffersize = buffersize
-        self._collect = spec.collect
         self._lock = threading.Lock()
         self._jobs: collections.deque[Job] = collections.deque()  # in order, until yielded
         self._held: collections.deque[Job] = collections.deque()  # encoded, not sent yet
@@ -98,12 +91,12 @@ class ClusterMapRun:
     def _chunk(self, items: list[Any], start: int) -> Job:
         # Encoded once, here: the process that runs it forwards these bytes
         # to its pool, whose items are numbered from the chunk's first.
-        mode = chunk_mode(self._mode, len(items), profiled=bool(self._pool._profile_sessions))
-        arguments = chunk_arguments(items, 0, collect=self._collect)
-        request = encode_call(self._fn, arguments, {}, mode=mode, item_index=start,
-                              normalized=self._normalized)
+        mode = chunk_mode(self._spec.mode, len(items), profiled=bool(self._pool._profile_sessions))
+        arguments = chunk_arguments(items, 0, collect=self._spec.collect)
+        request = encode_call(self._spec.fn, arguments, {}, mode=mode, item_index=start,
+                              normalized=self._spec.normalized)
         return self._pool._new_job(request, item_offset=start, item_count=len(items),
-                                   collect=self._collect)
+                                   collect=self._spec.collect)
 
     # ------------------------------------------------------------ sending
 
@@ -154,9 +147,9 @@ class ClusterMapRun:
     def _read_ahead(self) -> None:
         """With buffersize: read, encode and send chunks until ``buffersize``
         items are ahead of the consumer or the input ends (consumer's thread)."""
-        assert self._buffersize is not None
-        while not self._exhausted and self._unyielded < self._buffersize:
-            size = min(self._size, self._buffersize - self._unyielded)
+        assert self._spec.buffersize is not None
+        while not self._exhausted and self._unyielded < self._spec.buffersize:
+            size = min(self._size, self._spec.buffersize - self._unyielded)
             chunk = list(itertools.islice(self._items, size))
             if len(chunk) < size:
                 self._exhausted = True
@@ -177,21 +170,21 @@ class ClusterMapRun:
         try:
             while self._jobs:
                 job = self._jobs[0]
-                remaining = (None if self._deadline is None
-                             else max(0.0, self._deadline - time.monotonic()))
+                remaining = (None if self._spec.deadline is None
+                             else max(0.0, self._spec.deadline - time.monotonic()))
                 try:
                     values = job.future.result(remaining)
                 except TimeoutError:
                     if job.future.done():
                         raise
-                    assert self._timeout is not None
-                    raise self._pool._timeout_error(job, self._timeout, completed=self._done,
+                    assert self._spec.timeout is not None
+                    raise self._pool._timeout_error(job, self._spec.timeout, completed=self._done,
                                                     total=self._total) from None
                 except RemoteError:
                     yield from job.partial
                     raise
                 self._jobs.popleft()
-                if self._buffersize is not None:
+                if self._spec.buffersize is not None:
                     self._unyielded -= job.item_count
                     self._read_ahead()
                 # Popped one by one, so that no result stays referenced here

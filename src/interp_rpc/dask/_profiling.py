@@ -192,13 +192,20 @@ def _renumbered(answer: dict[str, Any], process: Process, shift: int,
         return process.first_index + worker if worker >= 0 else -1
 
     def item(local_id: int, index: int | None) -> int | None:
-        return None if index is None else \
-            chunk_offsets.get(chunk_jobs.get(local_id, -1), 0) + index
+        return None if index is None else chunk_offsets[chunk_jobs[local_id]] + index
+
+    def profiled(local_id: int, index: int | None) -> bool:
+        # A map chunk whose job was sent before the profile began (it waited
+        # in dask's queue meanwhile) is not the profile's, as a local pool
+        # leaves out the calls submitted before its profile.
+        return index is None or chunk_jobs.get(local_id, -1) in chunk_offsets
 
     requests = [r._replace(id=cluster_id(r.id), worker=lane(r.worker),
-                           item_index=item(r.id, r.item_index)) for r in log.requests]
+                           item_index=item(r.id, r.item_index))
+                for r in log.requests if profiled(r.id, r.item_index)]
     running = [dataclasses.replace(r, call_id=cluster_id(r.call_id), worker=lane(r.worker),
-                                   item=item(r.call_id, r.item)) for r in log.running]
+                                   item=item(r.call_id, r.item))
+               for r in log.running if profiled(r.call_id, r.item)]
     return RequestLog(requests, {cluster_id(k): v for k, v in log.marks.items()},
                       {cluster_id(k): v for k, v in log.timed_out.items()}, running,
                       shift_ns=shift)

@@ -8,6 +8,7 @@ import re
 import threading
 import zlib
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ import pytest
 pytest.importorskip("distributed")
 
 from dask_support import CLUSTER_LIMIT, INIT, local_cluster
+from support import wait_until
 
 from interp_rpc import InterpreterPool, PoolClosedError, RemoteError, ShareabilityError
 from interp_rpc.dask import ClusterPool
@@ -140,3 +142,23 @@ def test_run_everywhere_sends_large_arguments_to_every_worker(any_pool: Any) -> 
     outcomes = any_pool.run_everywhere("zlib.crc32", (big,)).wait()
     assert sorted(outcomes) == sorted(any_pool.worker_indices())
     assert set(outcomes.values()) == {zlib.crc32(big)}
+
+
+def test_a_profile_leaves_out_the_chunks_of_a_map_begun_before_it(any_pool: Any,
+                                                                  tmp_path: Path) -> None:
+    # Two chunks hold both workers and a third waits behind them (queued in
+    # the engine, or in a dask worker's queue) when the profile starts: none
+    # of that map is the profile's. A cluster once numbered the queued chunk
+    # as item 0 of whatever map it profiled.
+    gate = tmp_path / "gate"
+    started = [tmp_path / f"started-{i}" for i in range(3)]
+    earlier = any_pool.map("pooltasks.block", [str(s) for s in started], [str(gate)] * 3,
+                           range(3), chunksize=1)
+    wait_until(lambda: all(s.exists() for s in started[:2]), CLUSTER_LIMIT,
+               "two blocked chunks running")
+    with any_pool.profile() as prof:
+        gate.touch()
+        assert list(earlier) == [0, 1, 2]
+        assert list(any_pool.map("pooltasks.square", range(4), chunksize=1)) == [0, 1, 4, 9]
+    profiled = sorted((r.target, r.item) for r in prof.records)
+    assert profiled == [("pooltasks.square", i) for i in range(4)]
