@@ -4,7 +4,7 @@ and reading what it showed (for the magics' tests)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pytest
@@ -61,3 +61,37 @@ def check_errors_collect(shell: InteractiveShell, run: Run) -> list[object]:
         assert "raise ValueError(x)" in failure.remote_traceback
     assert "3 of 7 items failed (items 1, 3, 5" in ran.err
     return results
+
+
+@dataclass
+class Shown:
+    """One display message a notebook frontend would get."""
+
+    data: dict[str, str]
+    display_id: str | None
+    update: bool
+
+
+def notebook_frontend(shell: InteractiveShell,
+                      monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Shown]]:
+    """For a fixture: the shell as a notebook's kernel, where displays can
+    be updated in place; every display message is kept, from any thread.
+    Ends any status watch left running."""
+    from interp_rpc.notebook import live
+
+    shown: list[Shown] = []
+
+    def publish(data: dict[str, str], metadata: object = None, source: object = None, *,
+                transient: dict[str, str] | None = None, update: bool = False,
+                **_: object) -> None:
+        shown.append(Shown(data, (transient or {}).get("display_id"), update))
+
+    monkeypatch.setattr(live, "in_terminal", lambda: False)
+    monkeypatch.setattr(shell.display_pub, "publish", publish)
+    yield shown
+    live.stop_watch()
+
+
+def updates_of(shown: list[Shown], display_id: str) -> list[str]:
+    """The text of each update of one display, in order."""
+    return [s.data["text/plain"] for s in shown if s.update and s.display_id == display_id]

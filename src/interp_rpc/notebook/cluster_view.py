@@ -6,8 +6,9 @@ process instead (``ClusterPool.status()``). The engine's renderer draws it
 too (``_core.render_status``), grouped by host and process: one table, with
 one set of columns, states and colours, for every pool.
 ``%parallel_status --watch`` asks for it again every ``WATCH_REFRESH_SECONDS``
-from a background thread (StatusWatch). A map's progress counts the results
-received, in order, and is updated by the thread that receives them.
+from a background thread (StatusWatch). A map's view (MapView) is a watch too,
+with the map's progress above the table: the results received, in order,
+counted by the thread that receives them.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import sys
 import threading
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from itertools import groupby
 from time import monotonic
 from typing import TYPE_CHECKING, Any
@@ -85,11 +86,18 @@ class StatusWatch:
     """
 
     def __init__(self, pool: ClusterPool, *, stuck_after: float, duration: float | None,
-                 refresh: float = WATCH_REFRESH_SECONDS) -> None:
+                 refresh: float = WATCH_REFRESH_SECONDS,
+                 progress: Callable[[], tuple[str, int, int, float]] | None = None,
+                 first_answer_wait: float = LATE_ANSWER_SECONDS) -> None:
+        """``progress()``: (target, done, total, seconds) of the map shown
+        above the table, if one is. ``first_answer_wait``: how long start()
+        waits for the first answer before it shows the view."""
         self._pool = pool
         self._stuck_after = stuck_after
         self._duration = duration
         self._refresh = refresh
+        self._progress = progress
+        self._first_answer_wait = first_answer_wait
         self._display_id = f"interp-rpc-{uuid.uuid4().hex}"
         self._changed = threading.Condition()
         # Guarded by _changed:
@@ -165,7 +173,8 @@ class StatusWatch:
         note = " ".join(notes)
         if statuses is None:
             note = ("No answer from the cluster yet. " if error is None else "") + note
-        return render(statuses, self._stuck_after, note=note)
+        progress = None if self._progress is None else self._progress()
+        return render(statuses, self._stuck_after, note=note, progress=progress)
 
     def _publish(self, frame: dict[str, str]) -> None:
         """Update the display, unless the frame is the one already shown."""
@@ -186,7 +195,7 @@ class StatusWatch:
         from IPython.display import display
 
         self._ask()
-        self._wait(LATE_ANSWER_SECONDS, for_answer=True)
+        self._wait(self._first_answer_wait, for_answer=True)
         if live.in_terminal():
             display(self.frame(), raw=True)
             self._finished = True
@@ -219,70 +228,60 @@ class StatusWatch:
                 return
             self._publish(self.frame())
 
-    def stop(self) -> None:
-        """Stop updating, and show the last state, saying so (nothing if the
-        watch ended on its own, which showed it then)."""
+    def stop(self, final: dict[str, str] | None = None) -> None:
+        """Stop updating, and show ``final``, or else the last state, saying
+        so (nothing if the watch ended on its own, which showed it then)."""
         with self._changed:
             self._stopping = True
             self._changed.notify_all()
         if self._thread is not None:
             self._thread.join()
-        if self._shown and not self._finished:
-            self._publish(self.frame(ended="stopped"))
+        if self._shown and (final is not None or not self._finished):
+            self._publish(final if final is not None else self.frame(ended="stopped"))
         self._finished = True
 
 
-class Progress:
-    """A map's progress on a cluster: results received so far, in order,
-    shown in place by the thread that receives them (at most every
-    ``live.REFRESH_SECONDS``), then a one-line summary."""
+class MapView:
+    """A map's progress on a cluster, results received so far, in order
+    (counted by the thread that receives them), over the cluster's status
+    table as a watch shows it; then a one-line summary. A terminal, which
+    cannot update in place, gets the summary alone."""
 
-    def __init__(self, target: str, total: int, workers: int) -> None:
-        import uuid
-
+    def __init__(self, pool: ClusterPool, target: str, total: int, stuck_after: float) -> None:
         self._target = target
         self._total = total
-        self._workers = workers
-        self._display_id = f"interp-rpc-{uuid.uuid4().hex}"
+        self._workers = pool.workers
         self._started_at = monotonic()
-        self._shown_at = 0.0
         self._done = 0
-        self._terminal = live.in_terminal()
         self._started = False
-        self._shown = False
+        self._watch: StatusWatch | None = None
+        if not live.in_terminal():
+            self._watch = StatusWatch(pool, stuck_after=stuck_after, duration=None,
+                                      progress=self._progress,
+                                      first_answer_wait=live.REFRESH_SECONDS)
 
-    def _frame(self) -> dict[str, str]:
-        return render(None, 0.0, progress=(self._target, self._done, self._total,
-                                           monotonic() - self._started_at))
+    def _progress(self) -> tuple[str, int, int, float]:
+        return self._target, self._done, self._total, monotonic() - self._started_at
 
     def start(self) -> None:
-        from IPython.display import display
-
         self._started = True
-        if self._terminal:
-            return  # a terminal cannot update in place: the summary is printed once
-        display(self._frame(), raw=True, display_id=self._display_id)
-        self._shown = True
-        self._shown_at = monotonic()
+        if self._watch is not None:
+            self._watch.start()
 
     def advance(self, done: int) -> None:
-        from IPython.display import update_display
-
+        """``done`` results received (the view shows it at its next refresh)."""
         self._done = done
-        if not self._shown or monotonic() - self._shown_at < live.REFRESH_SECONDS:
-            return
-        update_display(self._frame(), raw=True, display_id=self._display_id)
-        self._shown_at = monotonic()
 
     def stop(self) -> None:
-        from IPython.display import display, update_display
+        """The summary in the view's place (nothing if the map never started)."""
+        from IPython.display import display
 
         if not self._started:
             return
         final = live.summary(self._target, self._done, self._total,
                              monotonic() - self._started_at, self._workers)
-        if self._shown:
-            update_display(final, raw=True, display_id=self._display_id)
-        else:
+        if self._watch is None:
             display(final, raw=True)
+        else:
+            self._watch.stop(final)
         sys.stdout.flush()

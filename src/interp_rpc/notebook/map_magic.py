@@ -80,7 +80,7 @@ def parallel_map(self: ParallelMagics, line: str) -> list[Any] | None:
                 results = _map_locally(pool, target, items, args, notebook.stuck_after)
         else:
             with pool.profile(functions=args.profile) as notebook.last_profile:
-                results = _map_on_cluster(pool, target, items, args)
+                results = _map_on_cluster(pool, target, items, args, notebook.stuck_after)
     except RemoteError as failure:
         _keep_partial_results(shell.user_ns, failure, args.out)
         raise
@@ -120,10 +120,10 @@ def _map_locally(pool: InterpreterPool, target: Callable[..., Any] | str, items:
 
 
 def _map_on_cluster(pool: ClusterPool, target: Callable[..., Any] | str, items: list[Any],
-                    args: argparse.Namespace) -> list[Any]:
+                    args: argparse.Namespace, stuck_after: float) -> list[Any]:
     """%parallel_map on a dask cluster: results read as they arrive, in
-    order, with their count shown as progress."""
-    progress = cluster_view.Progress(_targets.describe(target), len(items), pool.workers)
+    order, their count shown as progress over the cluster's live status."""
+    progress = cluster_view.MapView(pool, _targets.describe(target), len(items), stuck_after)
     results: list[Any] = []
     try:
         # Closed at once on an error or Ctrl-C: chunks not started are cancelled.

@@ -5,16 +5,26 @@ status table's process titles, the test says so)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 pytest.importorskip("distributed")
 
-from dask_support import INIT
+from dask_support import CLUSTER_LIMIT, INIT
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
-from shell_support import Run, cell_runner, check_errors_collect
+from shell_support import (
+    Run,
+    Shown,
+    cell_runner,
+    check_errors_collect,
+    notebook_frontend,
+    updates_of,
+)
+from support import wait_until
 
 from interp_rpc import MISSING, CallTimeoutError, RemoteError, ShareabilityError
 from interp_rpc.dask import ClusterPool
@@ -47,6 +57,12 @@ def kind(request: pytest.FixtureRequest, shell: InteractiveShell) -> str:
     assert isinstance(pool, ClusterPool) == (request.param == "dask")
     assert pool.workers == 2
     return str(request.param)
+
+
+@pytest.fixture
+def frontend(kind: str, shell: InteractiveShell,
+             monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Shown]]:
+    yield from notebook_frontend(shell, monkeypatch)
 
 
 @pytest.fixture
@@ -156,3 +172,41 @@ def test_bad_options_are_the_same_usage_errors(run: Run, line: str, message: str
     ran = run(f"%parallel_map {line}")
     assert isinstance(ran.error, UsageError) or message in ran.shown, ran.shown
     assert message in (str(ran.error) if ran.error else ran.shown)
+
+
+def test_a_map_shows_its_progress_over_the_live_table(
+        kind: str, run: Run, frontend: list[Shown], tmp_path: Path) -> None:
+    # Progress, and below it what every worker runs, updated in place, then
+    # a one-line summary in the view's place. A cluster's view once showed
+    # the progress alone.
+    gate = tmp_path / "gate"
+    items = [("block", str(tmp_path / f"started-{i}"), str(gate), i) for i in range(4)]
+
+    def busy_table_shown() -> bool:
+        return any(s.update and s.data["text/plain"].count("busy") == 2
+                   and "pooltasks.map_item" in s.data["text/plain"] for s in list(frontend))
+
+    def open_the_gate_once_busy() -> None:
+        try:
+            wait_until(busy_table_shown, CLUSTER_LIMIT, "a table with both workers busy")
+        finally:
+            gate.touch()
+
+    opener = threading.Thread(target=open_the_gate_once_busy)
+    opener.start()
+    try:
+        ran = run(f"found = %parallel_map --chunksize 1 pooltasks.map_item {items!r}")
+    finally:
+        gate.touch()
+        opener.join()
+    assert ran.error is None, ran.shown
+    assert InteractiveShell.instance().user_ns["found"] == [0, 1, 2, 3]
+    (first,) = [s for s in frontend if not s.update and s.display_id]
+    assert first.display_id is not None
+    assert "pooltasks.map_item [" in first.data["text/plain"]  # the progress line
+    texts = updates_of(frontend, first.display_id)
+    busy = [t for t in texts if t.count("busy") == 2]
+    assert busy, texts
+    assert "items (" in busy[0], busy[0]
+    assert (" · process " in busy[0]) == (kind == "dask"), busy[0]
+    assert texts[-1].startswith("pooltasks.map_item: 4 of 4 items in"), texts[-1]

@@ -8,7 +8,6 @@ import os
 import signal
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,14 @@ pytest.importorskip("distributed")
 from dask_support import CLUSTER_LIMIT, INIT, closed_port, run_blocked_map
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
-from shell_support import Run, cell_runner, check_errors_collect
+from shell_support import (
+    Run,
+    Shown,
+    cell_runner,
+    check_errors_collect,
+    notebook_frontend,
+    updates_of,
+)
 from support import wait_until
 
 from interp_rpc import InterpreterPool, RemoteError
@@ -137,30 +143,9 @@ def test_status_groups_subinterpreters_by_process(cluster_pool: ClusterPool, run
 
 # ----------------------------------------------------- %parallel_status --watch
 
-@dataclass
-class Shown:
-    """One display message a notebook frontend would get."""
-
-    data: dict[str, str]
-    display_id: str | None
-    update: bool
-
-
 @pytest.fixture
 def frontend(shell: InteractiveShell, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Shown]]:
-    """The shell as a notebook's kernel: displays can be updated in place,
-    and every display message is kept, from any thread."""
-    shown: list[Shown] = []
-
-    def publish(data: dict[str, str], metadata: object = None, source: object = None, *,
-                transient: dict[str, str] | None = None, update: bool = False,
-                **_: object) -> None:
-        shown.append(Shown(data, (transient or {}).get("display_id"), update))
-
-    monkeypatch.setattr(live, "in_terminal", lambda: False)
-    monkeypatch.setattr(shell.display_pub, "publish", publish)
-    yield shown
-    live.stop_watch()
+    yield from notebook_frontend(shell, monkeypatch)
 
 
 def watched(shown: list[Shown]) -> tuple[str, list[str]]:
@@ -170,9 +155,6 @@ def watched(shown: list[Shown]) -> tuple[str, list[str]]:
     return first.display_id, [s.data["text/plain"] for s in shown
                               if s.update and s.display_id == first.display_id]
 
-
-def updates_of(shown: list[Shown], display_id: str) -> list[str]:
-    return [s.data["text/plain"] for s in shown if s.update and s.display_id == display_id]
 
 
 def test_a_watch_updates_the_table_in_the_background_until_stopped(
