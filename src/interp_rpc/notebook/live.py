@@ -255,7 +255,7 @@ class LiveView:
 
 class Watch(Protocol):
     """What ``%parallel_status --watch`` keeps updating: a LiveView of the
-    local pool, or a cluster_view.StatusWatch of a ClusterPool."""
+    local pool, or a polled_view.StatusWatch of another pool (a ClusterPool)."""
 
     def start(self) -> None: ...
 

@@ -20,10 +20,10 @@ from interp_rpc._pool import targets as _targets
 from interp_rpc._pool.map import MapRun
 from interp_rpc._pool.pool import InterpreterPool
 from interp_rpc.errors import MISSING, RemoteError
-from interp_rpc.notebook import cluster_view, live, options, profile_view, worker_output
+from interp_rpc.notebook import live, options, polled_view, profile_view, worker_output
 
 if TYPE_CHECKING:
-    from interp_rpc.dask import ClusterPool
+    from interp_rpc._pool.contract import Pool
     from interp_rpc.notebook.magics import ParallelMagics
 
 # A word that looks like an option, left after ITEMS: a hint when ITEMS fails.
@@ -80,7 +80,7 @@ def parallel_map(self: ParallelMagics, line: str) -> list[Any] | None:
                 results = _map_locally(pool, target, items, args, notebook.stuck_after)
         else:
             with pool.profile(functions=args.profile) as notebook.last_profile:
-                results = _map_on_cluster(pool, target, items, args, notebook.stuck_after)
+                results = _map_polled(pool, target, items, args, notebook.stuck_after)
     except RemoteError as failure:
         _keep_partial_results(shell.user_ns, failure, args.out)
         raise
@@ -119,11 +119,12 @@ def _map_locally(pool: InterpreterPool, target: Callable[..., Any] | str, items:
         view.stop()
 
 
-def _map_on_cluster(pool: ClusterPool, target: Callable[..., Any] | str, items: list[Any],
-                    args: argparse.Namespace, stuck_after: float) -> list[Any]:
-    """%parallel_map on a dask cluster: results read as they arrive, in
-    order, their count shown as progress over the cluster's live status."""
-    progress = cluster_view.MapView(pool, _targets.describe(target), len(items), stuck_after)
+def _map_polled(pool: Pool, target: Callable[..., Any] | str, items: list[Any],
+                args: argparse.Namespace, stuck_after: float) -> list[Any]:
+    """%parallel_map on a pool whose status is asked for (a dask cluster):
+    results read as they arrive, in order, their count shown as progress
+    over the pool's live status."""
+    progress = polled_view.MapView(pool, _targets.describe(target), len(items), stuck_after)
     results: list[Any] = []
     try:
         # Closed at once on an error or Ctrl-C: chunks not started are cancelled.

@@ -18,7 +18,7 @@ from IPython.display import display
 
 from interp_rpc._pool.pool import InterpreterPool
 from interp_rpc.errors import PoolInitError
-from interp_rpc.notebook import cluster_view, live
+from interp_rpc.notebook import live, polled_view
 
 if TYPE_CHECKING:
     from interp_rpc.dask import ClusterPool
@@ -117,7 +117,7 @@ class NotebookPool:
         if isinstance(pool, InterpreterPool):
             display(live.LiveView(pool, stuck_after=self.stuck_after).render(), raw=True)
         else:
-            cluster_view.show_status(pool, self.stuck_after)
+            polled_view.show_status(pool, self.stuck_after)
 
     def close(self) -> None:
         live.stop_watch()

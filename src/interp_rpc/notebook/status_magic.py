@@ -9,7 +9,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument, kwds, magic_arguments
 
 from interp_rpc._pool.pool import InterpreterPool
-from interp_rpc.notebook import cluster_view, live, options
+from interp_rpc.notebook import live, options, polled_view
 
 if TYPE_CHECKING:
     from interp_rpc.notebook.magics import ParallelMagics
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 @argument("--watch", type=float, default=60.0,
           help="keep the table updated for this many seconds (default 60; 0: once), "
                f"in the background; on a dask cluster it asks every process every "
-               f"{cluster_view.WATCH_REFRESH_SECONDS:g} s; replaces an earlier watch")
+               f"{polled_view.WATCH_REFRESH_SECONDS:g} s; replaces an earlier watch")
 @argument("--stop", action="store_true", help="stop updating the table of an earlier watch")
 def parallel_status(self: ParallelMagics, line: str) -> None:
     """A table of workers (idle, busy, stuck, dead) that updates in place."""
@@ -42,5 +42,5 @@ def parallel_status(self: ParallelMagics, line: str) -> None:
     pool = notebook.pool
     live.watch(live.LiveView(pool, stuck_after=notebook.stuck_after, duration=args.watch)
                if isinstance(pool, InterpreterPool) else
-               cluster_view.StatusWatch(pool, stuck_after=notebook.stuck_after,
+               polled_view.StatusWatch(pool, stuck_after=notebook.stuck_after,
                                         duration=args.watch))

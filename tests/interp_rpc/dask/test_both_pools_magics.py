@@ -71,12 +71,12 @@ def run(kind: str, shell: InteractiveShell, capsys: pytest.CaptureFixture[str]) 
 
 
 def test_parallel_defines_names_that_become_map_targets(run: Run) -> None:
-    ran = run("%%parallel\ndef doubled(x):\n    return 2 * x\n")
+    ran = run("%%parallel\ndef doubled_by_workers(x):\n    return 2 * x\n")
     assert ran.error is None, ran.shown
-    ran = run("found = %parallel_map doubled range(10)")
+    ran = run("found = %parallel_map doubled_by_workers range(10)")
     assert ran.error is None, ran.shown
     assert InteractiveShell.instance().user_ns["found"] == [2 * i for i in range(10)]
-    ran = run("%parallel print(doubled(21))")
+    ran = run("%parallel print(doubled_by_workers(21))")
     assert ran.out == "[workers 0-1]\n42\n", ran.shown
 
 
@@ -94,10 +94,10 @@ def test_errors_collect(shell: InteractiveShell, run: Run) -> None:
 
 
 def test_except_the_original_class_around_a_map(run: Run) -> None:
-    ran = run("%%parallel\ndef inverse(x):\n    return 1 / x\n")
+    ran = run("%%parallel\ndef inverse_by_workers(x):\n    return 1 / x\n")
     assert ran.error is None, ran.shown
     ran = run("try:\n"
-              "    %parallel_map --chunksize 1 inverse [1, 2, 0, 4]\n"
+              "    %parallel_map --chunksize 1 inverse_by_workers [1, 2, 0, 4]\n"
               "except ZeroDivisionError as error:\n"
               "    caught = error\n")
     assert ran.error is None, ran.shown

@@ -33,7 +33,7 @@ from interp_rpc.dask import ClusterPool, ClusterWorker
 from interp_rpc.dask._chunking import IN_FLIGHT_PER_SLOT
 from interp_rpc.display.errors import worker_ranges
 from interp_rpc.notebook import ParallelCellError, current_pool, live
-from interp_rpc.notebook.cluster_view import WATCH_REFRESH_SECONDS
+from interp_rpc.notebook.polled_view import WATCH_REFRESH_SECONDS
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -238,23 +238,23 @@ def test_a_failed_or_late_status_answer_keeps_the_view(
     display_id, _ = watched(frontend)
     mode["now"] = "fail"
     failed = wait_until(lambda: [t for t in updates_of(frontend, display_id)
-                                 if "The cluster's status failed: RuntimeError: the "
+                                 if "The pool's status failed: RuntimeError: the "
                                     "scheduler hiccuped." in t],
                         CLUSTER_LIMIT, "the failure shown")
     assert failed[0].count("idle") == 2, failed[0]  # under the last good table
     mode["now"] = "hang"
     late = wait_until(lambda: [t for t in updates_of(frontend, display_id)
-                               if "s for the cluster's status." in t],
+                               if "s for the pool's status." in t],
                       CLUSTER_LIMIT, "the late answer shown")
     assert "Waiting" in late[0] and "The table is from" in late[0], late[0]
     asked = answers["count"]
     wait_until(lambda: len([t for t in updates_of(frontend, display_id)
-                            if "s for the cluster's status." in t]) >= 3,
+                            if "s for the pool's status." in t]) >= 3,
                CLUSTER_LIMIT, "the view to go on while the answer is late")
     assert answers["count"] == asked  # nothing more asked while one is awaited
     mode["now"] = "answer"
     release.set()
-    wait_until(lambda: "cluster's status" not in updates_of(frontend, display_id)[-1],
+    wait_until(lambda: "pool's status" not in updates_of(frontend, display_id)[-1],
                CLUSTER_LIMIT, "a good answer shown again")
     assert answers["most_in_flight"] == 1
 

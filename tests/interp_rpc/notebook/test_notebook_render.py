@@ -3,6 +3,7 @@ as a user sees them, through kernels)."""
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import re
 import sys
@@ -335,14 +336,14 @@ def test_one_stuck_rule_for_both_status_tables(state: str, busy_seconds: float,
                                                 shown: str) -> None:
     # The cluster's table (drawn in Python) once had its own copy of the
     # engine's rule and colours; both now come from the engine.
-    from interp_rpc.notebook import cluster_view
+    from interp_rpc.notebook import polled_view
     from interp_rpc.records import WorkerStatus
 
     status = WorkerStatus(index=0, state=state, target="t" if state == "busy" else None,
                           item_index=None, busy_seconds=busy_seconds, calls_done=0,
                           busy_seconds_total=busy_seconds, detail=None)
     assert status.displayed_state(10.0) == shown
-    table = cluster_view.render([status], stuck_after=10.0)["text/html"]
+    table = polled_view.render([status], stuck_after=10.0)["text/html"]
     marker = {"busy": "var(--jp-success-color1, #1a7f37)", "idle": "transparent"}.get(
         shown, "var(--jp-error-color1, #b42318)")
     assert f'<td style="border-left:4px solid {marker};font-weight:bold">{shown}</td>' in table
@@ -352,15 +353,19 @@ def test_the_cluster_table_is_the_local_table_with_a_title_per_process() -> None
     # One renderer: a cluster's rows, which its processes report, are drawn
     # by the engine's table code, so both tables have the same columns,
     # rows and text layout.
+    pytest.importorskip("distributed")
     from interp_rpc import InterpreterPool
-    from interp_rpc.notebook import cluster_view
+    from interp_rpc.dask import ClusterWorker
+    from interp_rpc.notebook import polled_view
     from interp_rpc.records import WorkerStatus
 
     with InterpreterPool(1) as pool:
         local_html, local_text = pool.render_status()
-    idle = WorkerStatus(index=0, state="idle", target=None, item_index=None, busy_seconds=0.0,
-                        calls_done=0, busy_seconds_total=0.0, detail=None)
-    cluster = cluster_view.render([idle], stuck_after=10.0, note="a <note>")
+    where = ClusterWorker(0, address="tcp://10.0.0.5:4000", host="node-a", pid=77,
+                          subinterpreter=0)
+    idle = WorkerStatus(index=where, state="idle", target=None, item_index=None,
+                        busy_seconds=0.0, calls_done=0, busy_seconds_total=0.0, detail=None)
+    cluster = polled_view.render([idle], stuck_after=10.0, note="a <note>")
     local_rows = local_html[local_html.index("<table"):local_html.index("</table>")]
     local_head, local_row = local_rows.split("</thead><tbody>")
     assert cluster["text/html"].startswith('<div class="interp-rpc-live">' + local_head)
@@ -370,10 +375,13 @@ def test_the_cluster_table_is_the_local_table_with_a_title_per_process() -> None
     local_lines = local_text.splitlines()
     cluster_lines = cluster["text/plain"].splitlines()
     assert cluster_lines[0] == local_lines[0]  # the header
-    assert cluster_lines[1].startswith("? · process 0")  # a status without a ClusterWorker
+    assert cluster_lines[1] == "node-a · process 77 · dask worker tcp://10.0.0.5:4000"
     assert cluster_lines[2] == local_lines[1]
     assert cluster_lines[3] == "a <note>"
-    empty = cluster_view.render([], stuck_after=10.0)
-    assert "no dask worker process serves the pool" in empty["text/plain"]
-    waiting = cluster_view.render(None, stuck_after=10.0, note="No answer yet.")
+    # A pool whose workers do not say where they live: the rows alone.
+    plain = dataclasses.replace(idle, index=0)
+    assert polled_view.render([plain], stuck_after=10.0)["text/plain"] == local_text
+    empty = polled_view.render([], stuck_after=10.0)
+    assert "no worker serves the pool" in empty["text/plain"]
+    waiting = polled_view.render(None, stuck_after=10.0, note="No answer yet.")
     assert "<table" not in waiting["text/html"] and "No answer yet." in waiting["text/html"]

@@ -1,14 +1,18 @@
-"""What the magics show for a pool on a dask cluster (``%parallel_pool --dask``).
+"""Views of a pool whose status is asked for, not read from a local board:
+a dask cluster's (``%parallel_pool --dask``), or any pool of the contract
+(_pool/contract.py) other than a local InterpreterPool.
 
-The local pool's live view is rendered by its engine from a status board read
-without any GIL; a cluster's status is an answer from every dask worker
-process instead (``ClusterPool.status()``). The engine's renderer draws it
-too (``_core.render_status``), grouped by host and process: one table, with
-one set of columns, states and colours, for every pool.
-``%parallel_status --watch`` asks for it again every ``WATCH_REFRESH_SECONDS``
-from a background thread (StatusWatch). A map's view (MapView) is a watch too,
-with the map's progress above the table: the results received, in order,
-counted by the thread that receives them.
+A local pool's live view is rendered by its engine from a status board read
+without any GIL (live.py). Another pool's status is an answer it gives
+(``pool.status()``: for a cluster, a round trip to every dask worker
+process). The engine's renderer draws that too (``_core.render_status``),
+with a title over each process's rows when the workers say where they live
+(a cluster's ClusterWorker): one table, with one set of columns, states and
+colours, for every pool. ``%parallel_status --watch`` asks for it again
+every ``WATCH_REFRESH_SECONDS`` from a background thread (StatusWatch). A
+map's view (MapView) is a watch too, with the map's progress above the
+table: the results received, in order, counted by the thread that receives
+them.
 """
 
 from __future__ import annotations
@@ -26,11 +30,11 @@ from interp_rpc.notebook import live
 from interp_rpc.records import WorkerStatus
 
 if TYPE_CHECKING:
-    from interp_rpc.dask import ClusterPool
+    from interp_rpc._pool.contract import Pool
 
-#: How often a watch asks the cluster for its status. Each ask is a round trip
-#: to every dask worker process (a few ms on one machine, more across a
-#: network or under load), so it is slower than the local pool's view.
+#: How often a watch asks the pool for its status. On a cluster each ask is a
+#: round trip to every dask worker process (a few ms on one machine, more
+#: across a network or under load), so it is slower than the local pool's view.
 WATCH_REFRESH_SECONDS = 0.5
 
 #: An unanswered status request older than this is shown as late; start()
@@ -38,24 +42,32 @@ WATCH_REFRESH_SECONDS = 0.5
 LATE_ANSWER_SECONDS = 2.0
 
 
-def _process_of(w: WorkerStatus) -> tuple[str, int, str]:
-    """(host, pid, dask worker address) of a cluster worker's process."""
+def _process_of(w: WorkerStatus) -> tuple[str, int, str] | None:
+    """(host, pid, dask worker address) of a cluster worker's process; None
+    for a worker that does not say where it lives."""
     index: Any = w.index
-    return (str(getattr(index, "host", "?")), int(getattr(index, "pid", 0)),
-            str(getattr(index, "address", "?")))
+    if not hasattr(index, "address"):
+        return None
+    return str(index.host), int(index.pid), str(index.address)
 
 
 def render(statuses: Iterable[WorkerStatus] | None, stuck_after: float, *, note: str = "",
            progress: tuple[str, int, int, float] | None = None) -> dict[str, str]:
-    """The cluster's status table, one group of rows per process, drawn by
-    the engine's renderer (the local pool's table); a note under it, and
-    ``progress`` (target, done, total, seconds) above it. ``statuses`` None:
-    no table (no answer yet, or a map's progress alone)."""
+    """The status table, one group of rows per process where workers say
+    which, drawn by the engine's renderer (the local pool's table); a note
+    under it, and ``progress`` (target, done, total, seconds) above it.
+    ``statuses`` None: no table (no answer yet, or a map's progress alone)."""
     rows: list[tuple[int, str, str, int, float, int, str]] = []
     groups: list[tuple[int, str]] = []
-    ordered = sorted(statuses or (), key=lambda w: (_process_of(w)[:2], int(w.index)))
-    for (host, pid, address), group in groupby(ordered, key=_process_of):
-        groups.append((len(rows), f"{host} · process {pid} · dask worker {address}"))
+
+    def order(w: WorkerStatus) -> tuple[str, int, int]:
+        where = _process_of(w)
+        return ("", 0, int(w.index)) if where is None else (where[0], where[1], int(w.index))
+
+    for where, group in groupby(sorted(statuses or (), key=order), key=_process_of):
+        if where is not None:
+            host, pid, address = where
+            groups.append((len(rows), f"{host} · process {pid} · dask worker {address}"))
         rows.extend((int(w.index), w.state, w.target or "",
                      -1 if w.item_index is None else w.item_index, w.busy_seconds,
                      w.calls_done, w.detail or "") for w in group)
@@ -63,21 +75,21 @@ def render(statuses: Iterable[WorkerStatus] | None, stuck_after: float, *, note:
     html_text, text = _core.render_status(
         rows, groups=groups, target=target, done=done, total=total, elapsed_seconds=seconds,
         stuck_after=stuck_after, table=statuses is not None,
-        empty_text="no dask worker process serves the pool", note=note)
+        empty_text="no worker serves the pool", note=note)
     return {"text/html": html_text, "text/plain": text}
 
 
-def show_status(pool: ClusterPool, stuck_after: float) -> None:
+def show_status(pool: Pool, stuck_after: float) -> None:
     from IPython.display import display
 
     display(render(pool.status(), stuck_after), raw=True)
 
 
 class StatusWatch:
-    """``%parallel_status --watch S`` on a cluster: the table, updated in place
-    from a background thread until ``stop()``, for ``duration`` seconds, or
-    until the pool is closed; then its last state, saying it is not updated
-    any more.
+    """``%parallel_status --watch S`` on a pool whose status is asked for:
+    the table, updated in place from a background thread until ``stop()``,
+    for ``duration`` seconds, or until the pool is closed; then its last
+    state, saying it is not updated any more.
 
     One status request at a time, on a thread of its own, so that a slow or
     hung answer never blocks the view: it shows the last answer, saying how
@@ -85,7 +97,7 @@ class StatusWatch:
     answer, and the next refresh asks again.
     """
 
-    def __init__(self, pool: ClusterPool, *, stuck_after: float, duration: float | None,
+    def __init__(self, pool: Pool, *, stuck_after: float, duration: float | None,
                  refresh: float = WATCH_REFRESH_SECONDS,
                  progress: Callable[[], tuple[str, int, int, float]] | None = None,
                  first_answer_wait: float = LATE_ANSWER_SECONDS) -> None:
@@ -123,7 +135,7 @@ class StatusWatch:
                 return
             self._asking = True
             self._asked_at = monotonic()
-        threading.Thread(target=self._answer, name="interp-rpc cluster status",
+        threading.Thread(target=self._answer, name="interp-rpc status request",
                          daemon=True).start()
 
     def _answer(self) -> None:
@@ -160,10 +172,10 @@ class StatusWatch:
             age = now - self._answered_at
         notes = []
         if late >= LATE_ANSWER_SECONDS:  # what happens now, before how the last ask ended
-            notes.append(f"Waiting {late:.0f} s for the cluster's status.")
+            notes.append(f"Waiting {late:.0f} s for the pool's status.")
         elif error is not None:
             reason = str(error).strip().splitlines()[0] if str(error).strip() else ""
-            notes.append(f"The cluster's status failed: {type(error).__name__}"
+            notes.append(f"The pool's status failed: {type(error).__name__}"
                          f"{': ' + reason if reason else ''}.")
         if statuses is not None and (notes or ended):
             notes.append(f"The table is from {age:.1f} s ago.")
@@ -172,7 +184,7 @@ class StatusWatch:
                          "to refresh it.")
         note = " ".join(notes)
         if statuses is None:
-            note = ("No answer from the cluster yet. " if error is None else "") + note
+            note = ("No answer from the pool yet. " if error is None else "") + note
         progress = None if self._progress is None else self._progress()
         return render(statuses, self._stuck_after, note=note, progress=progress)
 
@@ -203,7 +215,7 @@ class StatusWatch:
         self._last_frame = self.frame()
         display(self._last_frame, raw=True, display_id=self._display_id)
         self._shown = True
-        self._thread = live.cell_thread(self._run, "interp-rpc cluster status watch")
+        self._thread = live.cell_thread(self._run, "interp-rpc status watch")
         self._thread.start()
 
     def _run(self) -> None:
@@ -242,12 +254,12 @@ class StatusWatch:
 
 
 class MapView:
-    """A map's progress on a cluster, results received so far, in order
-    (counted by the thread that receives them), over the cluster's status
+    """A map's progress, results received so far, in order
+    (counted by the thread that receives them), over the pool's status
     table as a watch shows it; then a one-line summary. A terminal, which
     cannot update in place, gets the summary alone."""
 
-    def __init__(self, pool: ClusterPool, target: str, total: int, stuck_after: float) -> None:
+    def __init__(self, pool: Pool, target: str, total: int, stuck_after: float) -> None:
         self._target = target
         self._total = total
         self._workers = pool.workers
