@@ -28,8 +28,29 @@ SUBINTERPRETER_EXTENSION_HELP = (
     "or run the code that needs it in a process pool."
 )
 
+#: The first line of an error whose cause is such a refusal: what failed and
+#: the fix, before the library's own text (numpy's starts with 25 lines of
+#: advice to reinstall it).
+SUBINTERPRETER_REFUSAL_FIX = (
+    "{package} does not support subinterpreters (its C extension module {module} refused "
+    "to load in one): run the code that needs it in interp_rpc.ProcessPool(...), whose "
+    "workers are processes."
+)
+
 
 _REFUSED_EXTENSION = re.compile(r"module (\S+) does not support loading in subinterpreters")
+
+
+def refused_module(text: str) -> str | None:
+    """The C extension module that ``text`` (an error's message or
+    traceback) says refused to load in a subinterpreter, if it says so."""
+    found = _REFUSED_EXTENSION.search(text)
+    return found.group(1) if found else None
+
+
+def refusal_fix(module: str) -> str:
+    """The one line that names what refused and the fix."""
+    return SUBINTERPRETER_REFUSAL_FIX.format(package=module.split(".")[0], module=module)
 
 
 class InterpRpcError(Exception):
@@ -140,13 +161,21 @@ class RemoteError(InterpRpcError):
             where.append(f"item {self.item_index}")
         return where
 
-    def _describe(self) -> str:
+    @property
+    def refused_module(self) -> str | None:
+        """The C extension module whose refusal to load in a subinterpreter
+        caused this error, if one did (the fix is a process pool)."""
+        return refused_module(f"{self.remote_message}\n{self.remote_traceback}")
+
+    def _describe(self, fix_first: bool = True) -> str:
         where = self.origin()
         origin = f" ({', '.join(where)})" if where else ""
         head = self.remote_type
         if self.remote_message:
             head += f": {self.remote_message}"
-        return f"{head}\n\nRemote traceback{origin}:\n{self.remote_traceback.rstrip()}"
+        text = f"{head}\n\nRemote traceback{origin}:\n{self.remote_traceback.rstrip()}"
+        module = self.refused_module if fix_first else None
+        return text if module is None else f"{refusal_fix(module)}\n\n{text}"
 
 
 #: RemoteError's constructor arguments, all of them attributes too.
@@ -282,17 +311,17 @@ class WorkerInitFailure:
         self.error = error
         self.detail = detail
         self.during = during
-        refused = _REFUSED_EXTENSION.search(error.remote_message) if error is not None else None
         #: The C extension module that refused to load in a subinterpreter, if that was the cause.
-        self.refused_module = refused.group(1) if refused else None
-        self.refused_extension = refused is not None
+        self.refused_module = error.refused_module if error is not None else None
+        self.refused_extension = self.refused_module is not None
 
     def __str__(self) -> str:
         if self.timed_out:
             return f"worker {self.worker}: {self.during} did not finish in time"
         if self.error is None:
             return f"worker {self.worker}: {self.detail}"
-        text = f"worker {self.worker}: {self.during} raised {self.error}"
+        # The fix heads the PoolInitError, once for all workers.
+        text = f"worker {self.worker}: {self.during} raised {self.error._describe(fix_first=False)}"
         if self.refused_module is not None:
             text += "\n\n" + SUBINTERPRETER_EXTENSION_HELP.format(module=self.refused_module)
         return text
@@ -315,7 +344,9 @@ class PoolInitError(InterpRpcError):
         summary = f"{len(failures)} worker(s) failed to start"
         if any(f.timed_out for f in failures) and init_timeout is not None:
             summary += f" (init_timeout={init_timeout:g} s)"
-        super().__init__(f"{summary}:\n\n" + "\n\n".join(_grouped(failures)))
+        refused = sorted({f.refused_module for f in failures if f.refused_module is not None})
+        fixes = "".join(f"{refusal_fix(module)}\n\n" for module in refused)
+        super().__init__(f"{fixes}{summary}:\n\n" + "\n\n".join(_grouped(failures)))
 
 
 def _grouped(failures: list[WorkerInitFailure]) -> list[str]:

@@ -17,6 +17,8 @@ from interp_rpc.errors import (
     ShareabilityError,
     TargetResolutionError,
     WorkerDiedError,
+    refusal_fix,
+    refused_module,
 )
 
 
@@ -54,8 +56,11 @@ def reply_value(status: int, kind: int, reply: bytes, worker: int, target: objec
                                 item_index=item, tree=culprit.get("levels"))
     if kind == wire.TARGET_UNRESOLVED:
         info = wire.loads(reply)
-        raise TargetResolutionError(info["message"], target=name,
-                                    failed_part=info["failed_part"])
+        message = info["message"]
+        module = refused_module(f"{message}\n{info.get('error', {}).get('traceback', '')}")
+        if module is not None:  # what failed and the fix first, the library's text after
+            message = f"{refusal_fix(module)}\n\n{message}"
+        raise TargetResolutionError(message, target=name, failed_part=info["failed_part"])
     if kind == wire.ARGUMENTS_UNLOADABLE:
         raise unloadable_argument_error(wire.loads(reply), target, args, kwargs)
     raise InterpRpcError(f"internal error in the worker running {name!r}: "

@@ -135,10 +135,25 @@ def catching_note(err: RemoteError) -> str:
             "'except RemoteError' catches it (err.remote_type names the original).")
 
 
-def remote_error_body(err: RemoteError, where: str | None = None) -> list[str]:
-    """A header naming where it was raised, then the remote traceback."""
+def refusal_fixes(errors: Iterable[object]) -> list[str]:
+    """For errors caused by a C extension that refused to load in a
+    subinterpreter: one line each, naming it and the fix, in bold."""
+    from interp_rpc.errors import RemoteError, refusal_fix
+
+    modules = sorted({m for e in errors
+                      if isinstance(e, RemoteError) and (m := e.refused_module) is not None})
+    return [f"{_BOLD}{refusal_fix(module)}{_RESET}" for module in modules]
+
+
+def remote_error_body(err: RemoteError, where: str | None = None, *,
+                      fix_first: bool = True) -> list[str]:
+    """A header naming where it was raised, then the remote traceback;
+    ``fix_first``: headed by the fix when a C extension's refusal to load
+    in a subinterpreter caused it."""
     header = remote_error_header(err) if where is None else where
-    lines = [f"{_BOLD}RemoteError{_RESET} in {header}" if header else f"{_BOLD}RemoteError{_RESET}"]
+    lines = refusal_fixes([err]) if fix_first else []
+    lines.append(f"{_BOLD}RemoteError{_RESET} in {header}" if header
+                 else f"{_BOLD}RemoteError{_RESET}")
     lines.append(catching_note(err))
     lines.append("")
     lines += remote_traceback(err).splitlines()
@@ -146,15 +161,22 @@ def remote_error_body(err: RemoteError, where: str | None = None) -> list[str]:
 
 
 def remote_error_lines(err: RemoteError) -> list[str]:
-    """What a notebook shows for a RemoteError: the local frames, then the body."""
-    return _after_local_frames(err, remote_error_body(err))
+    """What a notebook shows for a RemoteError: the fix, when a C extension's
+    refusal caused it, then the local frames, then the body."""
+    fixes = refusal_fixes([err])
+    body = _after_local_frames(err, remote_error_body(err, fix_first=False))
+    return [*fixes, "", *body] if fixes else body
 
 
 def remote_error_html(err: RemoteError) -> str:
+    from interp_rpc.errors import refusal_fix
+
     header = html.escape(remote_error_header(err))
+    module = err.refused_module
+    fix = "" if module is None else f"<div><b>{html.escape(refusal_fix(module))}</b></div>"
     return (
         f'<div class="interp-rpc-remote-error" style="border-left:4px solid {ERROR};'
-        f'padding:4px 10px;color:{TEXT}">'
+        f'padding:4px 10px;color:{TEXT}">{fix}'
         f'<div><b style="color:{ERROR}">RemoteError</b> in {header}</div>'
         f'<div><b>{html.escape(err.remote_type)}</b>: {html.escape(err.remote_message)}</div>'
         f'<div style="color:{MUTED}">{html.escape(catching_note(err))}</div>'
@@ -267,7 +289,10 @@ def parallel_cell_lines(err: ParallelCellError) -> list[str]:
         lines.append("")
         where = f"{worker_ranges(workers)} · %%parallel"
         if isinstance(error, RemoteError):
-            lines += remote_error_body(error, where=where)
+            lines += remote_error_body(error, where=where, fix_first=False)
         else:
             lines.append(f"{_BOLD}{type(error).__name__}{_RESET} in {where}: {error}")
-    return _after_local_frames(err, lines)
+    # The fix first, once for all the workers, above even the cell's frames.
+    fixes = refusal_fixes(err.errors.values())
+    body = _after_local_frames(err, lines)
+    return [*fixes, "", *body] if fixes else body

@@ -210,3 +210,19 @@ def test_a_map_shows_its_progress_over_the_live_table(
     assert "items (" in busy[0], busy[0]
     assert (" · process " in busy[0]) == (kind == "dask"), busy[0]
     assert texts[-1].startswith("pooltasks.map_item: 4 of 4 items in"), texts[-1]
+
+
+def test_a_cell_importing_numpy_says_first_what_to_use_instead(run: Run) -> None:
+    pytest.importorskip("numpy")
+    ran = run("%%parallel\nimport numpy\n")
+    assert isinstance(ran.error, ParallelCellError), ran.shown
+    shown = [line for line in ran.shown.splitlines() if line.strip()]
+    assert shown[0].startswith("numpy does not support subinterpreters"), ran.shown
+    assert ran.shown.count("does not support subinterpreters (") == 1, ran.shown
+    ran = run("def uses_numpy(x):\n    import numpy\n    return x\n"
+              "%parallel_map uses_numpy [1]")
+    assert isinstance(ran.error, RemoteError), ran.shown
+    # The error's first line comes right after the map's summary.
+    shown = [line for line in ran.shown.splitlines()
+             if line.strip() and not line.startswith("__main__.uses_numpy: ")]
+    assert shown[0].startswith("numpy does not support subinterpreters"), ran.shown

@@ -16,6 +16,7 @@ from interp_rpc import (
     InterpRpcError,
     PoolInitError,
     RemoteError,
+    TargetResolutionError,
     WorkerInitFailure,
 )
 
@@ -209,3 +210,35 @@ def test_max_workers_is_the_executor_spelling_of_workers() -> None:
     with InterpreterPool(max_workers=1) as pool:
         assert pool.workers == 1
         assert pool.call("math.sqrt", 4.0) == 2.0
+
+
+REFUSING_MODULES = ["numpy", "zmq", "psutil"]
+
+
+def first_line(text: str) -> str:
+    return text.strip().splitlines()[0]
+
+
+@pytest.mark.parametrize("module", REFUSING_MODULES)
+def test_the_first_line_names_a_refusing_module_and_the_fix(module: str) -> None:
+    # numpy's own text starts with 25 lines of advice to reinstall it; the
+    # cause and what to do instead come first, the library's text after.
+    pytest.importorskip(module)
+    with pytest.raises(PoolInitError) as info:
+        InterpreterPool(workers=2, init=f"import {module}")
+    line = first_line(str(info.value))
+    assert line.startswith(f"{module} does not support subinterpreters"), line
+    assert "interp_rpc.ProcessPool(" in line
+    assert str(info.value).count("does not support subinterpreters (") == 1  # once, for both
+    with InterpreterPool(workers=1) as pool:
+        with pytest.raises(TargetResolutionError) as resolving:
+            pool.call(f"{module}.__name__.upper")
+        assert first_line(str(resolving.value)).startswith(
+            f"{module} does not support subinterpreters"), str(resolving.value)
+        with pytest.raises(RemoteError) as calling:
+            pool.call("importlib.import_module", module)
+        assert first_line(str(calling.value)).startswith(
+            f"{module} does not support subinterpreters"), str(calling.value)
+        assert calling.value.refused_module is not None
+        assert calling.value.refused_module.split(".")[0] == module
+    wait_only_main_interpreter()
