@@ -226,9 +226,11 @@ class LiveView:
         self._last_frame = frame
         self.updates += 1
 
-    def stop(self) -> None:
+    def stop(self, done: int | None = None) -> None:
         """Stop refreshing, and show the final state (nothing if never started):
-        for a map, a one-line summary; for the status, the table."""
+        for a map, a one-line summary; for the status, the table. ``done``:
+        the items that succeeded, when the map failed (the engine counts every
+        item of a chunk that replied, the failed one and those after it too)."""
         if not self._started:
             return
         self._stop.set()
@@ -239,8 +241,8 @@ class LiveView:
         final = self.render()
         if self._total:
             seconds = (monotonic_ns() - self._started_ns) / 1e9
-            final = summary(self._target, self.done(), self._total, seconds,
-                            self._pool.workers)
+            final = summary(self._target, self.done() if done is None else done, self._total,
+                            seconds, self._pool.workers)
         if self._terminal:
             from IPython.display import display
 

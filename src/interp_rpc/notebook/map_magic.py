@@ -105,18 +105,22 @@ def _map_locally(pool: InterpreterPool, target: Callable[..., Any] | str, items:
     printed = worker_output.WorkerOutput(pool)
     printed.start()
     run: MapRun | None = None
+    succeeded: int | None = None  # when an item failed
     try:
         run = MapRun(pool, target, (items,), timeout=args.timeout,
                      chunksize=args.chunksize, buffersize=None,
                      on_dispatched=view.start, errors=args.errors,
                      output=printed.relay.id)
         return run.collect()
+    except RemoteError as failure:
+        succeeded = sum(r is not MISSING for r in failure.partial_results or ())
+        raise
     except KeyboardInterrupt:
         _report_interrupted(pool, run, len(items))
         raise
     finally:
         printed.stop()
-        view.stop()
+        view.stop(done=succeeded)
 
 
 def _map_polled(pool: Pool, target: Callable[..., Any] | str, items: list[Any],

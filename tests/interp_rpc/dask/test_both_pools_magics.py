@@ -111,6 +111,8 @@ def test_a_failed_map_keeps_its_results_in_out(run: Run) -> None:
     assert isinstance(ran.error, RemoteError) and ran.error.item_index == 3
     assert InteractiveShell.instance().user_ns["roots"] == [1.0, 2.0, 3.0, MISSING, MISSING]
     assert "roots: the 3 results before the failed item are stored" in ran.err
+    # The summary counts what succeeded, not the failed item's whole chunk.
+    assert "math.sqrt: 3 of 5 items in " in ran.out, ran.shown
 
 
 def test_an_item_that_cannot_cross_is_named_before_anything_runs(run: Run) -> None:
