@@ -1,0 +1,48 @@
+"""CPython's own concurrent.futures tests, run against ProcessPool.
+
+The same test classes as pool/test_cpython_executor.py runs against
+InterpreterPool, from Debian's libpython3.14-testsuite, through CPython's own
+mixins; workers import the test modules by name, as they would any target's
+module. Each skip says why.
+"""
+
+from __future__ import annotations
+
+import unittest
+
+import pytest
+
+executor_tests = pytest.importorskip("test.test_concurrent_futures.executor",
+                                     reason="needs CPython's test suite "
+                                            "(libpython3.14-testsuite)")
+from cpython_suites import SubinterpreterPoolMixin  # noqa: E402 - after the importorskip
+from test.test_concurrent_futures import test_as_completed, test_wait, util  # noqa: E402
+
+from interp_rpc import ProcessPool  # noqa: E402
+
+#: Why a test cannot run against ProcessPool, by test name (none so far).
+SKIPS: dict[str, str] = {}
+
+
+class ProcessPoolMixin(SubinterpreterPoolMixin):
+    executor_type = ProcessPool
+    skips = SKIPS
+
+
+class ProcessPoolExecutorTest(ProcessPoolMixin, executor_tests.ExecutorTest, util.BaseTestCase):
+    pass
+
+
+class ProcessPoolWaitTest(ProcessPoolMixin, test_wait.WaitTests, util.BaseTestCase):
+    pass
+
+
+class ProcessPoolAsCompletedTest(ProcessPoolMixin, test_as_completed.AsCompletedTests,
+                                 util.BaseTestCase):
+    pass
+
+
+def test_every_skip_names_a_real_test() -> None:
+    classes = [ProcessPoolExecutorTest, ProcessPoolWaitTest, ProcessPoolAsCompletedTest]
+    names = {name for cls in classes for name in unittest.TestLoader().getTestCaseNames(cls)}
+    assert set(SKIPS) <= names
