@@ -17,6 +17,7 @@ import threading
 import weakref
 from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import Executor, Future
+from types import FrameType
 from typing import TYPE_CHECKING, Any, Self, cast
 
 from interp_rpc._pool import replies, targets
@@ -27,7 +28,7 @@ from interp_rpc._pool.map import MapIterator, MapRun
 from interp_rpc._pool.pool import InterpreterPool
 from interp_rpc._pool.validation import check_init, check_timeout, check_workers
 from interp_rpc._worker import wire
-from interp_rpc.errors import CallTimeoutError, InterpRpcError, PoolClosedError, PoolInitError
+from interp_rpc.errors import CallTimeoutError, PoolClosedError, PoolInitError
 from interp_rpc.process.engine import ProcessEngine
 from interp_rpc.process.futures import ProcessCallFuture
 from interp_rpc.process.handle import ProcessCallHandle
@@ -42,6 +43,25 @@ __all__ = ["ProcessPool"]
 EXIT_TIMEOUT = 1.0
 
 _open_pools: weakref.WeakSet[ProcessPool] = weakref.WeakSet()
+
+
+class ScriptImportStopped(BaseException):
+    """Raised where a script without a main guard creates a ProcessPool at
+    top level, when a worker imports that script (as ``__mp_main__``) to find
+    what it defines: the import stops there, and the worker keeps what the
+    script defined so far (``script_namespace``). Without it, each worker
+    would start a pool of its own, and run the script's work again."""
+
+    def __init__(self, namespace: dict[str, Any]) -> None:
+        super().__init__("a worker imports the script only up to its ProcessPool")
+        self.script_namespace = namespace
+
+
+def _stop_a_worker_importing_the_script(caller: FrameType) -> None:
+    if ("_interp_rpc_process_framing" in sys.modules  # this is a worker process
+            and caller.f_code.co_name == "<module>"
+            and caller.f_globals.get("__name__") == "__mp_main__"):
+        raise ScriptImportStopped(dict(caller.f_globals))
 
 
 class ProcessPool(Executor):
@@ -67,11 +87,7 @@ class ProcessPool(Executor):
         check_timeout("init_timeout", init_timeout)
         if not isinstance(kill_on_timeout, bool):
             raise TypeError(f"kill_on_timeout must be True or False, not {kill_on_timeout!r}")
-        if "_interp_rpc_process_framing" in sys.modules:
-            raise InterpRpcError(
-                "a ProcessPool cannot be created inside one of its workers (if a script "
-                "creates a pool at module level, put that code under "
-                "'if __name__ == \"__main__\":', since workers may import the script's module)")
+        _stop_a_worker_importing_the_script(sys._getframe(1))
         self._kill_on_timeout = kill_on_timeout
         self._lock = threading.Lock()
         self._closed = False
