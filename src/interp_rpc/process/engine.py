@@ -289,6 +289,9 @@ class ProcessEngine:
                                      "reply": f"{detail} during init".encode()}
                 slot.state = "dead"
             replace = not self._closing and slot.state != "dead"
+            slot.process = None  # ended: no longer among the workers' processes
+            if replace:
+                slot.state = "starting"
             if self._closing:
                 slot.state = "stopped"
                 dead_calls += self._drop_locked(slot.pinned, _core.STATUS_CANCELLED)

@@ -59,3 +59,14 @@ def test_many_crashes_in_a_row_each_fail_one_call(
 def test_a_worker_that_dies_in_init_fails_the_pool() -> None:
     with pytest.raises(PoolInitError, match="exited with code 5"):
         ProcessPool(workers=2, init="import os; os._exit(5)")
+
+
+def test_a_replacement_runs_init_and_its_pid_replaces_the_dead_one(
+        make_process_pool: Callable[..., ProcessPool]) -> None:
+    pool = make_process_pool(workers=1, init="READY = 'set by init'")
+    dead = pool.worker_pids()
+    with pytest.raises(WorkerDiedError):
+        pool.call("processtasks.exit_with", 4)
+    assert dead[0] not in pool.worker_pids()
+    assert pool.call("pooltasks.main_attr", "READY") == "set by init"
+    assert pool.worker_pids() not in ([], dead)
