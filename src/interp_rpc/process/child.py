@@ -64,14 +64,15 @@ def serve(requests: int, replies: int, lifeline: int) -> None:
     threading.Thread(target=_watch_lifeline, args=(lifeline,), name="interp-rpc lifeline",
                      daemon=True).start()
     clock = time.monotonic_ns
+    receive = framing.Receiver(requests).receive
     try:
-        tag, parts = framing.receive(requests)
+        tag, parts = receive()
         started = clock()
         kind, reply = worker.setup(memoryview(parts[0]))
         framing.send(replies, SETUP_TAG,
                      [REPLY_META.pack(kind, 0, 0, started, clock()), reply])
         while True:
-            tag, parts = framing.receive(requests)
+            tag, parts = receive()
             started = clock()
             kind, reply, deserialize_ns, result_ns = worker.execute(
                 memoryview(parts[0]), [memoryview(p) for p in parts[1:]])

@@ -24,6 +24,7 @@ import collections
 import functools
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from interp_rpc._pool.engine import _core
@@ -44,6 +45,7 @@ def _outcomes() -> dict[int, str]:
 
 
 _reader = threading.local()
+_Receive = Callable[[], tuple[int, list[bytes]]]
 
 
 def on_reader_thread() -> bool:
@@ -210,9 +212,10 @@ class ProcessEngine:
         """Read this worker's replies until its process ends; then account
         for its end, and start its replacement if the pool goes on."""
         _reader.on = True
+        receive = framing.Receiver(process.reply_fd).receive
         try:
-            if self._read_setup(slot, process):
-                self._read_replies(slot, process)
+            if self._read_setup(slot, process, receive):
+                self._read_replies(slot, process, receive)
         except (framing.ChannelClosed, OSError):
             pass
         how = process.reap()
@@ -222,12 +225,12 @@ class ProcessEngine:
             with self._lock:
                 self.reader_threads.discard(threading.current_thread())
 
-    def _read_setup(self, slot: _Slot, process: WorkerProcess) -> bool:
-        _, parts = framing.receive(process.reply_fd)
+    def _read_setup(self, slot: _Slot, process: WorkerProcess, receive: _Receive) -> bool:
+        _, parts = receive()
         kind = REPLY_META.unpack(parts[0])[0]
         ok = kind == 0
         slot.setup_report = {"index": slot.index, "ok": ok, "finished": True, "kind": kind,
-                             "reply": bytes(parts[1])}
+                             "reply": parts[1]}
         sends = None
         with self._lock:
             if not ok:
@@ -246,10 +249,10 @@ class ProcessEngine:
             sends[0].send_call(sends[1])
         return True
 
-    def _read_replies(self, slot: _Slot, process: WorkerProcess) -> None:
+    def _read_replies(self, slot: _Slot, process: WorkerProcess, receive: _Receive) -> None:
         unpack = REPLY_META.unpack
         while True:
-            tag, parts = framing.receive(process.reply_fd)
+            tag, parts = receive()
             kind, deserialize_ns, result_ns, started, finished = unpack(parts[0])
             with self._lock:
                 handle = slot.call
@@ -259,7 +262,7 @@ class ProcessEngine:
                 slot.calls_done += 1
                 slot.busy_ns_total += finished - started
                 slot.call, slot.state = None, "idle"
-                owned = self._finish_locked(handle, _core.STATUS_REPLIED, kind, bytes(parts[1]),
+                owned = self._finish_locked(handle, _core.STATUS_REPLIED, kind, parts[1],
                                             slot.index)
                 following = self._assign_locked(slot)
                 if following is None and self._closing:

@@ -5,7 +5,8 @@ loads it by path, so it imports only the standard library. A message is a
 fixed header (an integer tag and the number of parts), the parts' lengths,
 then the parts themselves, written with one ``os.writev`` where the pipe
 allows: the pickled request and its out-of-band buffers cross without being
-copied into one string first.
+copied into one string first. Only the reading side of each pipe reads it,
+through one Receiver.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ _LENGTH = struct.Struct("<Q")
 
 #: The most buffers one writev() takes (Linux's IOV_MAX).
 _MAX_IOV = 1024
+#: What one read() asks for: a pipe's default capacity.
+_BUFFER_SIZE = 64 * 1024
 
 
 class ChannelClosed(EOFError):
@@ -44,23 +47,25 @@ def send(fd: int, tag: int, parts: list[Any]) -> None:
             pending.pop(0)
 
 
-def _read_exactly(fd: int, size: int) -> bytearray:
-    buffer = bytearray(size)
-    view = memoryview(buffer)
-    filled = 0
-    while filled < size:
-        got = os.readv(fd, [view[filled:]])
-        if got == 0:
+class Receiver:
+    """Reads messages from a pipe through a buffer, so that a small message
+    (most replies, most requests) costs one read() system call, not one per
+    field; larger parts are read straight into their own bytes."""
+
+    def __init__(self, fd: int) -> None:
+        self._file = open(fd, "rb", buffering=_BUFFER_SIZE, closefd=False)  # noqa: SIM115
+
+    def _exactly(self, size: int) -> bytes:
+        data = self._file.read(size)
+        if len(data) < size:
             raise ChannelClosed()
-        filled += got
-    return buffer
+        return data
 
-
-def receive(fd: int) -> tuple[int, list[bytearray]]:
-    """Read one message: its tag and its parts. Raises ChannelClosed at the
-    end of the pipe."""
-    tag, count = _HEADER.unpack(_read_exactly(fd, _HEADER.size))
-    if count == 0:
-        return tag, []
-    lengths = struct.unpack(f"<{count}Q", _read_exactly(fd, _LENGTH.size * count))
-    return tag, [_read_exactly(fd, n) if n else bytearray() for n in lengths]
+    def receive(self) -> tuple[int, list[bytes]]:
+        """Read one message: its tag and its parts. Raises ChannelClosed at
+        the end of the pipe."""
+        tag, count = _HEADER.unpack(self._exactly(_HEADER.size))
+        if count == 0:
+            return tag, []
+        lengths = struct.unpack(f"<{count}Q", self._exactly(_LENGTH.size * count))
+        return tag, [self._exactly(n) if n else b"" for n in lengths]
