@@ -34,7 +34,6 @@ from interp_rpc.process.handle import ProcessCallHandle
 from interp_rpc.process.worker_process import WorkerProcess
 
 
-
 @functools.cache
 def _outcomes() -> dict[int, str]:
     """A record's outcome, by call status, as the C++ engine names them. Not

@@ -148,22 +148,33 @@ class ProcessPool(Executor):
             buffersize: int | None = None, errors: str = "raise") -> MapIterator:
         """``fn(item)`` for every item, in parallel, as InterpreterPool.map:
         an iterator over the results, in order, with ``close()``."""
-        stopping = self._kill_on_timeout and timeout is not None
-        run = (StoppingMapRun if stopping else MapRun)(
-            self._as_local(), fn, iterables, timeout=timeout, chunksize=chunksize,
-            buffersize=buffersize, errors=errors)
-        if isinstance(run, StoppingMapRun):
-            run.process_pool = self
-        return run.results()
+        return self._map_run(fn, iterables, timeout=timeout, chunksize=chunksize,
+                             buffersize=buffersize, errors=errors).results()
 
     def _map(self, fn: Callable[..., Any] | str, iterables: tuple[Iterable[Any], ...], *,
              timeout: float | None = None, chunksize: int | None = None,
              on_dispatched: Callable[[], None] | None = None, errors: str = "raise",
              output: int | None = None) -> list[Any]:
-        """As InterpreterPool._map: the list of map()'s results."""
-        return MapRun(self._as_local(), fn, iterables, timeout=timeout, chunksize=chunksize,
-                      buffersize=None, on_dispatched=on_dispatched, errors=errors,
-                      output=output).collect()
+        """As InterpreterPool._map: the list of map()'s results. ``output``
+        names a cross-interpreter queue, which a worker process cannot
+        reach: what the targets print goes to the workers' own stdout and
+        stderr, which are the caller's."""
+        return self._map_run(fn, iterables, timeout=timeout, chunksize=chunksize,
+                             buffersize=None, on_dispatched=on_dispatched,
+                             errors=errors).collect()
+
+    def _map_run(self, fn: Callable[..., Any] | str, iterables: tuple[Iterable[Any], ...], *,
+                 timeout: float | None, chunksize: int | None, buffersize: int | None,
+                 errors: str, on_dispatched: Callable[[], None] | None = None) -> MapRun:
+        """The local pool's MapRun, or one that stops its running chunks at
+        its timeout when this pool stops calls."""
+        stopping = self._kill_on_timeout and timeout is not None
+        run = (StoppingMapRun if stopping else MapRun)(
+            self._as_local(), fn, iterables, timeout=timeout, chunksize=chunksize,
+            buffersize=buffersize, on_dispatched=on_dispatched, errors=errors)
+        if isinstance(run, StoppingMapRun):
+            run.process_pool = self
+        return run
 
     def run_everywhere(self, target: Callable[..., Any] | str, args: tuple[Any, ...] = (),
                        kwargs: dict[str, Any] | None = None, *, timeout: float | None = None,
