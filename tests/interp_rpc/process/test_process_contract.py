@@ -4,10 +4,13 @@ errors, map options, run_everywhere, status, records and profiles."""
 from __future__ import annotations
 
 import operator
+import os
+import signal
 import threading
 from collections.abc import Callable
 
 import pytest
+from process_support import alive, wait_ended
 from support import wait_until
 
 from interp_rpc import (
@@ -129,3 +132,34 @@ def test_same_signatures_as_the_local_pool() -> None:
                  "status", "stats", "call_records", "worker_indices"):
         assert (inspect.signature(getattr(ProcessPool, name))
                 == inspect.signature(getattr(InterpreterPool, name))), name
+
+
+def test_ctrl_c_interrupts_a_waiting_call(make_process_pool: Callable[..., ProcessPool]) -> None:
+    pool = make_process_pool(workers=1)
+    # A real SIGINT, as Ctrl-C sends (interrupt_main() wakes no blocked wait).
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            pool.call("processtasks.sleep_then", 600)
+    finally:
+        timer.cancel()
+    pids = pool.worker_pids()
+    pool.close(timeout=0.1)  # the abandoned call is still running: terminated
+    wait_ended(pids)
+
+
+def test_init_past_its_timeout_fails_fast_and_leaves_no_process() -> None:
+    before = set(os.listdir("/proc"))
+    with pytest.raises(PoolInitError, match="did not finish in time"):
+        ProcessPool(workers=2, init="import time; time.sleep(600)", init_timeout=0.5)
+    children = [int(p) for p in set(os.listdir("/proc")) - before if p.isdigit()]
+    assert [p for p in children if alive(p) and _is_worker(p)] == []
+
+
+def _is_worker(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            return b"process/child.py" in cmdline.read()
+    except FileNotFoundError:
+        return False
