@@ -34,6 +34,6 @@ class StoppingMapRun(MapRun):
             pending = cast("ProcessCallHandle", queued)
             if pending is not waited and not engine.cancel(pending):
                 engine.stop_call(pending, STOPPED_MAP)
-        assert self._timeout is not None
-        return self.process_pool._timed_out(waited, self._timeout, completed=self._done,
+        assert self._spec.timeout is not None
+        return self.process_pool._timed_out(waited, self._spec.timeout, completed=self._done,
                                             total=self.total)

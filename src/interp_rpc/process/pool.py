@@ -151,27 +151,15 @@ class ProcessPool(Executor):
         return self._map_run(fn, iterables, timeout=timeout, chunksize=chunksize,
                              buffersize=buffersize, errors=errors).results()
 
-    def _map(self, fn: Callable[..., Any] | str, iterables: tuple[Iterable[Any], ...], *,
-             timeout: float | None = None, chunksize: int | None = None,
-             on_dispatched: Callable[[], None] | None = None, errors: str = "raise",
-             output: int | None = None) -> list[Any]:
-        """As InterpreterPool._map: the list of map()'s results. ``output``
-        names a cross-interpreter queue, which a worker process cannot
-        reach: what the targets print goes to the workers' own stdout and
-        stderr, which are the caller's."""
-        return self._map_run(fn, iterables, timeout=timeout, chunksize=chunksize,
-                             buffersize=None, on_dispatched=on_dispatched,
-                             errors=errors).collect()
-
     def _map_run(self, fn: Callable[..., Any] | str, iterables: tuple[Iterable[Any], ...], *,
                  timeout: float | None, chunksize: int | None, buffersize: int | None,
-                 errors: str, on_dispatched: Callable[[], None] | None = None) -> MapRun:
+                 errors: str) -> MapRun:
         """The local pool's MapRun, or one that stops its running chunks at
         its timeout when this pool stops calls."""
         stopping = self._kill_on_timeout and timeout is not None
         run = (StoppingMapRun if stopping else MapRun)(
             self._as_local(), fn, iterables, timeout=timeout, chunksize=chunksize,
-            buffersize=buffersize, on_dispatched=on_dispatched, errors=errors)
+            buffersize=buffersize, errors=errors)
         if isinstance(run, StoppingMapRun):
             run.process_pool = self
         return run
@@ -182,8 +170,9 @@ class ProcessPool(Executor):
         """Send ``target(*args, **kwargs)`` once to each worker (or each of
         ``workers``). A worker's replacement does not run it again."""
         check_timeout("timeout", timeout)
+        encoded = self._encode(target, args, kwargs or {})
         chosen = range(self.workers) if workers is None else workers
-        return EverywhereRun(self._as_local(), target, args, kwargs or {}, timeout, chosen)
+        return EverywhereRun(self._as_local(), encoded, target, timeout, chosen)
 
     def worker_indices(self) -> list[int]:
         return list(range(self.workers))
@@ -291,8 +280,8 @@ class ProcessPool(Executor):
             raise PoolClosedError(f"the pool is closed; cannot call {name!r}")
 
     def _dispatch(self, target: object, args: tuple[Any, ...], kwargs: dict[str, Any], *,
-                  owner: object = None, worker: int = -1) -> ProcessCallHandle:
-        return self._submit(self._encode(target, args, kwargs), owner=owner, worker=worker)
+                  owner: object = None) -> ProcessCallHandle:
+        return self._submit(self._encode(target, args, kwargs), owner=owner)
 
     def _submit(self, encoded: EncodedCall, *, owner: object = None,
                 item_index: int = -1, item_count: int = 1, worker: int = -1

@@ -14,7 +14,6 @@ from process_support import alive, wait_ended
 from support import wait_until
 
 from interp_rpc import (
-    MISSING,
     CallRecord,
     InterpreterPool,
     PoolClosedError,
@@ -61,10 +60,11 @@ def test_map_options(process_pool: ProcessPool) -> None:
     assert isinstance(collected[1], ZeroDivisionError)
     lazy = process_pool.map(abs, iter(range(-1000, 0)), buffersize=8)
     assert sum(lazy) == sum(range(1, 1001))
+    results = process_pool.map(operator.truediv, [1, 2, 3], [1, 0, 1], chunksize=1)
+    assert next(results) == 1.0
     with pytest.raises(ZeroDivisionError) as caught:
-        process_pool._map(operator.truediv, ([1, 2, 3], [1, 0, 1]), chunksize=1)
-    assert caught.value.partial_results[0] == 1.0
-    assert caught.value.partial_results[2] in (3.0, MISSING)
+        next(results)
+    assert caught.value.item_index == 1
 
 
 def test_run_everywhere_reaches_each_worker(process_pool: ProcessPool) -> None:
