@@ -32,6 +32,7 @@ from interp_rpc.errors import (
     WorkerDiedError,
     WorkerInitFailure,
 )
+from interp_rpc.process import ProcessPool
 from interp_rpc.profiling import ItemRecord, Profile
 from interp_rpc.records import CallRecord, PoolStats, WorkerStatus
 
@@ -60,6 +61,7 @@ __all__ = [
     "PoolClosedError",
     "PoolInitError",
     "PoolStats",
+    "ProcessPool",
     "Profile",
     "RemoteError",
     "ShareabilityError",

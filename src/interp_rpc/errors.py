@@ -240,9 +240,14 @@ class TargetResolutionError(InterpRpcError, LookupError):
 
 
 class CallTimeoutError(InterpRpcError, TimeoutError):
-    """A call did not finish in time. Only the wait stopped: the call goes on
-    running in its worker (a subinterpreter cannot be killed), and that worker
-    stays busy until the call returns."""
+    """A call did not finish in time. On a subinterpreter pool only the wait
+    stopped: the call goes on running in its worker (a subinterpreter cannot
+    be killed), and that worker stays busy until the call returns.
+
+    ``stopped`` is None on pools that cannot stop a call; on a ProcessPool,
+    whether the call was stopped (its worker killed and replaced, or the
+    call withdrawn from the queue), as ``kill_on_timeout=True`` does.
+    """
 
     def __init__(
         self,
@@ -253,9 +258,11 @@ class CallTimeoutError(InterpRpcError, TimeoutError):
         running_seconds: float | None = None,
         completed: int | None = None,
         total: int | None = None,
+        stopped: bool | None = None,
     ) -> None:
         self.target = target
         self.timeout = timeout
+        self.stopped = stopped
         self.worker = worker
         self.running_seconds = running_seconds
         self.completed = completed
@@ -265,10 +272,22 @@ class CallTimeoutError(InterpRpcError, TimeoutError):
             message = (f"map of {target!r} did not finish within {timeout:g} s "
                        f"({completed} of {total} items done)")
         if worker is not None and running_seconds is not None:
-            message += f"; worker {worker} is still running it ({running_seconds:.1f} s so far)"
-        elif worker is None and completed is None:
+            if stopped:
+                message += f"; worker {worker} had run it for {running_seconds:.1f} s"
+            else:
+                message += (f"; worker {worker} is still running it "
+                            f"({running_seconds:.1f} s so far)")
+        elif worker is None and completed is None and not stopped:
             message += "; it is still queued"
-        message += ". The call was not stopped: subinterpreters cannot be interrupted."
+        if stopped is None:
+            message += ". The call was not stopped: subinterpreters cannot be interrupted."
+        elif stopped:
+            message += (". The call was stopped: its worker process was killed, and a new one "
+                        "replaces it." if worker is not None else
+                        ". The call was stopped: it was withdrawn before it started.")
+        else:
+            message += (". The call was not stopped: a ProcessPool made with "
+                        "kill_on_timeout=True stops such calls.")
         super().__init__(message)
 
     def _render_traceback_(self) -> list[str]:

@@ -169,10 +169,16 @@ class _LazyScript:
             else:
                 namespace = runpy.run_path(self.spec["path"], run_name="__mp_main__")
         except BaseException as exc:  # whatever the script raises, the calls that need it get
-            self.failure = (f"{type(exc).__name__}: {exc}", _refused_extension(exc))
-            for module in (self.main, self.mp_main):  # later references fail the same way
-                module.__dict__["__getattr__"] = self.attribute
-            return
+            # A pool that the script creates at top level (no main guard)
+            # stops the import there, keeping what the script defined so far
+            # (a ProcessPool does: a worker must not start pools of its own).
+            stopped_at_pool = getattr(exc, "script_namespace", None)
+            if not isinstance(stopped_at_pool, dict):
+                self.failure = (f"{type(exc).__name__}: {exc}", _refused_extension(exc))
+                for module in (self.main, self.mp_main):  # later references fail the same way
+                    module.__dict__["__getattr__"] = self.attribute
+                return
+            namespace = stopped_at_pool
         sys.modules["__mp_main__"] = self.mp_main  # run_module(alter_sys) replaced it
         self.mp_main.__dict__.update(namespace)
         self.main.__dict__.update(

@@ -1,0 +1,94 @@
+"""What a worker process runs: the program ``ProcessPool`` starts.
+
+It imports only the standard library and loads the worker code every
+subinterpreter worker runs (``_worker/main.py``) by path, so a call runs
+here exactly as it would in a subinterpreter: same unpickling, target
+resolution, chunk loop and replies. Usage::
+
+    python3 child.py REQUESTS REPLIES LIFELINE
+
+three inherited pipe ends: requests are read from REQUESTS and replies
+written to REPLIES (see framing.py); LIFELINE is a pipe whose other end
+only the pool holds. When the pool's process ends, however it ends (even
+SIGKILL), the pipe reports end-of-file and this process exits at once, so
+no worker outlives its pool.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import signal
+import struct
+import sys
+import threading
+import time
+from types import ModuleType
+
+#: The tag of the setup message and its reply; calls have positive ids.
+SETUP_TAG = 0
+#: A reply's fixed fields: kind, deserialize ns, result serialize ns,
+#: started and finished (time.monotonic_ns(), one clock for every process).
+REPLY_META = struct.Struct("<iqqqq")
+#: The exit code of a worker whose pool went away.
+ORPHANED_EXIT_CODE = 70
+
+
+def _load(path: str, name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _watch_lifeline(fd: int) -> None:
+    """Exit when the pool's process is gone (the pipe's write end closed)."""
+    try:
+        while os.read(fd, 1):
+            pass
+    finally:
+        os._exit(ORPHANED_EXIT_CODE)
+
+
+def serve(requests: int, replies: int, lifeline: int) -> None:
+    here = os.path.dirname(os.path.abspath(__file__))
+    framing = _load(os.path.join(here, "framing.py"), "_interp_rpc_process_framing")
+    # Calls see a fresh __main__, as in a subinterpreter, not this program's.
+    main = ModuleType("__main__")
+    main.__dict__["__builtins__"] = __builtins__
+    sys.modules["__main__"] = main
+    worker = _load(os.path.join(os.path.dirname(here), "_worker", "main.py"),
+                   "_interp_rpc_worker")
+    threading.Thread(target=_watch_lifeline, args=(lifeline,), name="interp-rpc lifeline",
+                     daemon=True).start()
+    clock = time.monotonic_ns
+    receive = framing.Receiver(requests).receive
+    try:
+        tag, parts = receive()
+        started = clock()
+        kind, reply = worker.setup(memoryview(parts[0]))
+        framing.send(replies, SETUP_TAG,
+                     [REPLY_META.pack(kind, 0, 0, started, clock()), reply])
+        while True:
+            tag, parts = receive()
+            started = clock()
+            kind, reply, deserialize_ns, result_ns = worker.execute(
+                memoryview(parts[0]), [memoryview(p) for p in parts[1:]])
+            del parts
+            meta = REPLY_META.pack(kind, deserialize_ns, result_ns, started, clock())
+            framing.send(replies, tag, [meta, reply])
+            del reply
+    except (framing.ChannelClosed, BrokenPipeError):
+        return  # the pool closed the pipe: it is done with this worker
+
+
+if __name__ == "__main__":
+    # Ctrl-C in a terminal reaches the whole process group: the pool, not
+    # its workers, decides what an interrupt means.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    serve(*(int(fd) for fd in sys.argv[1:4]))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)  # no wait for threads a call may have left running

@@ -1,0 +1,107 @@
+"""One call of a ProcessPool, from submission to its reply.
+
+It has the face of the engine's ``CallHandle`` (wait, claim, release, take,
+status, reply...), so the pool contract's shared parts (map, futures,
+run_everywhere, profiling) drive a process pool's calls as they drive a
+local pool's.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from interp_rpc._pool.engine import _core
+
+
+class ProcessCallHandle:
+    """A call: its request, then its outcome once a worker replied (or
+    died, or the call was cancelled)."""
+
+    __slots__ = ("_claimed", "_done", "_lock", "buffers", "data", "deserialize_ns", "enqueued_ns",
+                 "finished_ns", "id", "item_count", "item_index", "owner", "pinned", "reply",
+                 "reply_kind", "result_serialize_ns", "serialize_ns", "started_ns", "status",
+                 "submitted_ns", "target", "worker")
+
+    def __init__(self, call_id: int, target: str, data: bytes, buffers: list[Any], *,
+                 item_index: int, item_count: int, owner: object, submitted_ns: int,
+                 serialize_ns: int, pinned: int) -> None:
+        self.id = call_id
+        self.target = target
+        self.data: bytes | None = data
+        self.buffers: list[Any] = buffers
+        self.item_index = item_index
+        self.item_count = item_count
+        self.owner = owner  # a future to settle when nobody waits on the call
+        self.pinned = pinned  # the worker it must run on, or -1
+        self.submitted_ns = submitted_ns
+        self.serialize_ns = serialize_ns
+        self.enqueued_ns = time.monotonic_ns()
+        self.started_ns = 0
+        self.finished_ns = 0
+        self.deserialize_ns = 0
+        self.result_serialize_ns = 0
+        self.status = -1
+        self.reply_kind = 0
+        self.reply = b""
+        self.worker = -1
+        self._done = threading.Event()
+        self._lock = threading.Lock()
+        self._claimed = False
+
+    # ------------------------------------------------ the engine's handle face
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self._done.wait(timeout)
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def claim(self) -> bool:
+        """True once, for the one party that settles this call."""
+        with self._lock:
+            if self._claimed:
+                return False
+            self._claimed = True
+            return True
+
+    def release(self) -> bool:
+        self.owner = None
+        return True
+
+    def take(self) -> tuple[int, int, bytes, int]:
+        self.claim()
+        self.release()
+        return self.status, self.reply_kind, self.reply, self.worker
+
+    @property
+    def timing(self) -> dict[str, int]:
+        return {"submitted_ns": self.submitted_ns, "enqueued_ns": self.enqueued_ns,
+                "started_ns": self.started_ns, "finished_ns": self.finished_ns,
+                "serialize_ns": self.serialize_ns, "deserialize_ns": self.deserialize_ns,
+                "result_serialize_ns": self.result_serialize_ns}
+
+    # ------------------------------------------------------- the pool's side
+
+    def finish(self, status: int, kind: int, reply: bytes, worker: int) -> bool:
+        """Record the outcome, once; the request is let go. Returns whether
+        an owner future is left for the caller of finish() to settle."""
+        self.status, self.reply_kind, self.reply, self.worker = status, kind, reply, worker
+        if not self.finished_ns:
+            self.finished_ns = time.monotonic_ns()
+        self.data, self.buffers = None, []
+        self._done.set()
+        return self.owner is not None
+
+    def settle_owner(self) -> None:
+        """Settle the owner future, if nobody else claimed the call."""
+        owner = self.owner
+        if owner is not None and self.claim():
+            owner._settle()  # type: ignore[attr-defined]  # a CallFuture
+            self.release()
+
+    @property
+    def replied(self) -> bool:
+        return self.status == _core.STATUS_REPLIED

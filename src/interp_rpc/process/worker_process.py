@@ -1,0 +1,121 @@
+"""One worker of a ProcessPool: its OS process and the pipes to it.
+
+The process runs child.py. Three pipes join it to the pool: requests (the
+pool writes), replies (the pool's reader thread for this worker reads), and
+a lifeline that the worker watches so that it exits when the pool's process
+is gone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from interp_rpc.process import framing
+from interp_rpc.process.interpreter import python_executable
+
+if TYPE_CHECKING:
+    from interp_rpc.process.handle import ProcessCallHandle
+
+CHILD_PROGRAM = Path(__file__).with_name("child.py")
+
+#: After terminate(), how long a worker gets before it is killed.
+TERMINATE_GRACE_SECONDS = 1.0
+
+
+def exit_description(returncode: int) -> str:
+    """How a worker process ended, as a person reads it."""
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"was killed by {name} (signal {-returncode})"
+    return f"exited with code {returncode}"
+
+
+class WorkerProcess:
+    """A started worker process; the pool's engine decides what it runs."""
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        request_read, self._request_fd = os.pipe()
+        self.reply_fd, reply_write = os.pipe()
+        lifeline_read, self._lifeline_fd = os.pipe()
+        try:
+            self.process = subprocess.Popen(
+                [python_executable(), str(CHILD_PROGRAM), str(request_read), str(reply_write),
+                 str(lifeline_read)],
+                pass_fds=(request_read, reply_write, lifeline_read), stdin=subprocess.DEVNULL)
+        except BaseException:
+            for fd in (self._request_fd, self.reply_fd, self._lifeline_fd):
+                os.close(fd)
+            raise
+        finally:
+            for fd in (request_read, reply_write, lifeline_read):
+                os.close(fd)
+        self.pid = self.process.pid
+        self._send_lock = threading.Lock()
+        self._request_open = True
+        self.started_at = time.monotonic()
+        #: Set when the pool stops this worker on purpose: why, for the call it held.
+        self.stop_reason: str | None = None
+
+    def send(self, tag: int, parts: list[object]) -> bool:
+        """Write a message; False if the worker can no longer read (it died,
+        or is being stopped): its reader finds out why."""
+        with self._send_lock:
+            if not self._request_open:
+                return False
+            try:
+                framing.send(self._request_fd, tag, parts)
+            except (BrokenPipeError, OSError):
+                return False
+        return True
+
+    def send_call(self, handle: ProcessCallHandle) -> bool:
+        data = handle.data
+        if data is None:
+            return False
+        return self.send(handle.id, [data, *handle.buffers])
+
+    def finish_requests(self) -> None:
+        """No more requests: the worker exits once it has replied to the last."""
+        with self._send_lock:
+            if self._request_open:
+                self._request_open = False
+                os.close(self._request_fd)
+
+    def kill(self, reason: str) -> None:
+        """End the process now (SIGKILL); ``reason`` is what its call is told."""
+        if self.stop_reason is None:
+            self.stop_reason = reason
+        with contextlib.suppress(ProcessLookupError):
+            self.process.kill()
+
+    def terminate(self, reason: str) -> None:
+        """SIGTERM, then SIGKILL if it has not ended in a moment."""
+        if self.stop_reason is None:
+            self.stop_reason = reason
+        try:
+            self.process.terminate()
+            self.process.wait(TERMINATE_GRACE_SECONDS)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+        except ProcessLookupError:
+            pass
+
+    def reap(self) -> str:
+        """Wait for the process to end (its reply pipe is at its end) and
+        release every pipe; how it ended."""
+        returncode = self.process.wait()
+        self.finish_requests()
+        for fd in (self.reply_fd, self._lifeline_fd):
+            os.close(fd)
+        return f"worker {self.index} (pid {self.pid}) {exit_description(returncode)}"

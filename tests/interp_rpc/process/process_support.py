@@ -1,0 +1,37 @@
+"""Helpers of the ProcessPool tests."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from support import wait_until
+
+SRC_PATHS = [p for p in sys.path if p]
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (a zombie counts as ended)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def wait_ended(pids: list[int], what: str = "the worker processes ending") -> None:
+    wait_until(lambda: not any(alive(p) for p in pids), what=what)
+
+
+def run_python(args: list[str], cwd: Path,
+               timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """``python3 ARGS`` with this test's sys.path, as a user runs it."""
+    env_path = ":".join([str(Path(__file__).parent), *SRC_PATHS])
+    return subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, env={"PYTHONPATH": env_path, "PATH": "/usr/bin:/bin"})
+
+
+def dedent(source: str) -> str:
+    return textwrap.dedent(source).lstrip()
