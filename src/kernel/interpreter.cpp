@@ -10,6 +10,7 @@
 #include <exception>
 #include <iostream>
 #include <optional>
+#include <span>
 #include <thread>
 #include <utility>
 
@@ -184,7 +185,7 @@ void interpreter::start_import() {
                                    const char* name = "interp_rpc_kernel.compatibility";
                                    try {
                                      check_ipython_api();
-                                     for (const char* module : {"interp_rpc_kernel.shell", "comm",
+                                     for (const char* module : {"interp_rpc_kernel.shell", "interp_rpc_kernel.event_loop", "comm",
                                                                 "IPython.core.compilerop",
                                                                 "IPython.utils.tokenutil"}) {
                                        name = module;
@@ -259,6 +260,8 @@ void interpreter::start_shell() {
   app.attr("init_path")();
   app.attr("init_shell")();
   m_shell = app.attr("shell");
+  // Before startup code runs: it may start tasks.
+  m_event_loop = py::module_::import("interp_rpc_kernel.event_loop").attr("KernelEventLoop")();
   wire_shell();
   py::module_::import("os").attr("environ").attr("setdefault")(
       "MPLBACKEND", "module://matplotlib_inline.backend_inline");
@@ -424,7 +427,7 @@ nl::json interpreter::execute(const std::string& code, const xeus::execute_reque
     if (!m_cell_id.empty()) {
       options["cell_id"] = m_cell_id;
     }
-    const py::object result = m_shell.attr("run_cell")(code, **options);
+    const py::object result = m_event_loop.attr("run_cell")(m_shell, code, **options);
     py::object exception = result.attr("error_before_exec");
     if (exception.is_none()) {
       exception = result.attr("error_in_exec");
@@ -455,6 +458,25 @@ nl::json interpreter::execute(const std::string& code, const xeus::execute_reque
   const py::object results =
       m_shell.attr("user_expressions")(pyjson::from_json(user_expressions));
   return xeus::create_successful_reply(payload, to_message_json(results, "user_expressions"));
+}
+
+bool interpreter::wait_while_idle(std::span<const int> fds) {
+  if (m_detached) {
+    return false;
+  }
+  py::gil_scoped_acquire gil;
+  if (!m_event_loop) {
+    return false;
+  }
+  try {
+    m_event_loop.attr("wait_while_idle")(py::cast(std::vector<int>(fds.begin(), fds.end())));
+  } catch (py::error_already_set& e) {
+    // Raised by a task while the kernel was idle (sys.exit() in one): the
+    // kernel goes on, as ipykernel's loop does, and says so on its stderr.
+    e.discard_as_unraisable("a task of the kernel's event loop");
+  }
+  flush_streams();
+  return true;
 }
 
 void interpreter::show_traceback(const py::handle& etype, const py::handle& evalue,
