@@ -628,7 +628,13 @@ nl::json interpreter::publish_iopub(const std::string& msg_type, nl::json parent
 
 void interpreter::dispatch_comm_request(const std::function<void()>& dispatch) {
   py::gil_scoped_acquire gil;
-  dispatch();
+  if (m_event_loop) {
+    // On the running loop, as ipykernel runs its handlers: a widget's
+    // callback may start a task, or look for the loop.
+    m_event_loop.attr("call_on_loop")(py::cpp_function(dispatch));
+  } else {
+    dispatch();
+  }
   m_comms.after_dispatch();
 }
 

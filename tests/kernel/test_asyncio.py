@@ -5,6 +5,7 @@ kernels and must pass on both."""
 from __future__ import annotations
 
 import time
+import uuid
 
 from conftest import Execution, Kernel
 
@@ -272,3 +273,33 @@ def test_interrupting_a_blocking_call_in_an_async_cell_raises_keyboard_interrupt
     )
     assert execution.status == "error"
     assert execution.reply["content"]["ename"] == "KeyboardInterrupt"
+
+
+def test_a_comm_callback_runs_on_the_loop_and_may_start_a_task(
+        each_shared_kernel: Kernel) -> None:
+    # What a widget's on_click does when it starts asynchronous work.
+    registered = each_shared_kernel.execute(
+        "import asyncio, comm\n"
+        "seen = []\n"
+        "async def note(value):\n"
+        "    seen.append(value)\n"
+        "def target(c, msg):\n"
+        "    def on_msg(m):\n"
+        "        seen.append(asyncio.get_running_loop() is loop)\n"
+        "        asyncio.ensure_future(note(m['content']['data']['n']))\n"
+        "    c.on_msg(on_msg)\n"
+        "loop = asyncio.get_running_loop()\n"
+        "comm.get_comm_manager().register_target('asyncio-test', target)"
+    )
+    assert_ok(registered)
+    client = each_shared_kernel.client
+    comm_id = uuid.uuid4().hex
+    for msg_type, content in (
+        ("comm_open", {"comm_id": comm_id, "target_name": "asyncio-test", "data": {}}),
+        ("comm_msg", {"comm_id": comm_id, "data": {"n": 7}}),
+    ):
+        client.shell_channel.send(client.session.msg(msg_type, content))
+    time.sleep(0.3)
+    after = each_shared_kernel.execute("print(seen)")
+    assert_ok(after)
+    assert after.stream() == "[True, 7]\n"

@@ -5,15 +5,15 @@ while the kernel is idle, so that a task a cell started keeps going between
 cells.
 
 The C++ shell loop calls ``wait_while_idle`` with the descriptors that
-signal a request, and ``run_cell`` for each execute request, both on the
-main thread.
+signal a request, ``run_cell`` for each execute request and
+``call_on_loop`` for each comm request, all on the main thread.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -53,6 +53,15 @@ class KernelEventLoop:
         finally:
             for fd in fds:
                 loop.remove_reader(fd)
+
+    def call_on_loop(self, function: Callable[[], object]) -> None:
+        """Calls function inside the running loop (ipykernel handles every
+        request there), and returns once it has returned."""
+
+        async def call() -> None:
+            function()
+
+        self.loop.run_until_complete(call())
 
     def run_cell(
         self,
