@@ -646,6 +646,28 @@ nl::json interpreter::parent_message() const {
   return m_execute_message;
 }
 
+void interpreter::set_parent(nl::json message, std::vector<std::string> identities) {
+  const nl::json header = message.value("header", nl::json::object());
+  if (!header.is_object()) {
+    throw py::value_error("set_parent takes a whole message, with a header");
+  }
+  flush_streams();  // what was written so far keeps its request
+  xeus::xrequest_context context(header, std::move(identities));
+  if (header.value("msg_type", "") == "execute_request") {
+    m_parent.set_execute_request(context);
+    std::lock_guard lock(m_execute_message_mutex);
+    m_execute_message = message;
+  }
+  if (on_main_thread()) {
+    m_parent.exchange_main(std::move(context));
+    m_request_message = std::move(message);
+  }
+}
+
+py::object interpreter::io_loop() const {
+  return m_event_loop ? py::object(m_event_loop.attr("io_loop")) : py::object(py::none());
+}
+
 void interpreter::set_request_context(xeus::xrequest_context context) {
   m_parent.set_execute_request(std::move(context));
 }

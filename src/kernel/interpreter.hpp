@@ -85,6 +85,15 @@ class interpreter final : public xeus::xinterpreter {
   // registry (see comm.hpp); then destroys the comms its handlers closed.
   void dispatch_comm_request(const std::function<void()>& dispatch);
 
+  // get_ipython().kernel.set_parent: output of the calling thread goes to
+  // `message` (a whole request), and get_parent() returns it; on the main
+  // thread until the next request, on the others (when it is an execute
+  // request) until the next execute request. Needs the GIL.
+  void set_parent(nl::json message, std::vector<std::string> identities);
+
+  // The event loop's KernelIOLoop, or None before the shell starts. GIL.
+  pybind11::object io_loop() const;
+
   // Any thread: the number IPython gives the next cell that stores history.
   int execution_count() const noexcept { return m_execution_count.load(); }
 

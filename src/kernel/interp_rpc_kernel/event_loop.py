@@ -12,6 +12,7 @@ signal a request, ``run_cell`` for each execute request and
 from __future__ import annotations
 
 import asyncio
+import inspect
 import sys
 from collections.abc import Callable, Sequence
 from types import TracebackType
@@ -29,6 +30,7 @@ class KernelEventLoop:
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
         asyncio.set_event_loop(self.loop)
+        self.io_loop = KernelIOLoop(self.loop)
 
     def wait_while_idle(self, fds: Sequence[int]) -> None:
         """Runs the loop until one of ``fds`` is readable (or, rarely, a
@@ -141,3 +143,50 @@ def _exc_info() -> ExcInfo:
     kind, value, traceback = sys.exc_info()
     assert kind is not None and value is not None and traceback is not None
     return kind, value, traceback
+
+
+class KernelIOLoop:
+    """``get_ipython().kernel.io_loop``: what libraries use of ipykernel's
+    (a tornado IOLoop on the main thread's asyncio loop), on this kernel's
+    loop."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.asyncio_loop = loop
+
+    def add_callback(self, callback: Callable[..., object], *args: Any, **kwargs: Any) -> None:
+        """Any thread: calls ``callback(*args, **kwargs)`` on the loop soon;
+        a coroutine it returns runs as a task, as tornado runs it."""
+        self.asyncio_loop.call_soon_threadsafe(_call, callback, args, kwargs)
+
+    spawn_callback = add_callback
+
+    def call_later(
+        self, delay: float, callback: Callable[..., object], *args: Any, **kwargs: Any
+    ) -> asyncio.TimerHandle:
+        """Main thread: calls it after ``delay`` seconds."""
+        return self.asyncio_loop.call_later(delay, _call, callback, args, kwargs)
+
+    def call_at(
+        self, when: float, callback: Callable[..., object], *args: Any, **kwargs: Any
+    ) -> asyncio.TimerHandle:
+        """Main thread: calls it at ``when``, in the loop's ``time()``."""
+        return self.asyncio_loop.call_at(when, _call, callback, args, kwargs)
+
+    def remove_timeout(self, handle: asyncio.TimerHandle) -> None:
+        handle.cancel()
+
+    def time(self) -> float:
+        return self.asyncio_loop.time()
+
+
+# The tasks of coroutines that io_loop callbacks returned: the loop holds
+# only weak references to tasks, and nothing else may hold these.
+_callback_tasks: set[asyncio.Future[Any]] = set()
+
+
+def _call(callback: Callable[..., object], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    result = callback(*args, **kwargs)
+    if inspect.isawaitable(result):
+        task = asyncio.ensure_future(result)
+        _callback_tasks.add(task)
+        task.add_done_callback(_callback_tasks.discard)
