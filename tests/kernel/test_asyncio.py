@@ -210,23 +210,24 @@ def test_interrupting_an_await_ends_the_cell_there(each_shared_kernel: Kernel) -
 
 def test_an_interrupted_await_does_not_resume_in_the_next_cell(
         each_shared_kernel: Kernel) -> None:
+    # The next cell opens the gate the interrupted one waited at: a cell
+    # left suspended by the interrupt would resume there.
+    assert_ok(each_shared_kernel.execute("import asyncio; gate = asyncio.Event()"))
     interrupted = started_then_interrupted(
         each_shared_kernel,
-        "import asyncio\n"
         "print('started', flush=True)\n"
-        f"await asyncio.sleep({await_seconds(each_shared_kernel)})\n"
+        f"await asyncio.wait_for(gate.wait(), {await_seconds(each_shared_kernel)})\n"
         "print('the interrupted cell resumed')",
     )
     assert interrupted.status == "error"
     after = each_shared_kernel.execute(
-        "await asyncio.sleep(0.2)\nprint('next cell')"
+        "gate.set()\nawait asyncio.sleep(0.2)\nprint('next cell')"
     )
     assert_ok(after)
     assert after.stream() == "next cell\n"
-    time.sleep(0.2)
     later = [
         m["content"]["text"]
-        for m in each_shared_kernel.drain_iopub(0.3)
+        for m in after.others + each_shared_kernel.drain_iopub(0.3)
         if m["msg_type"] == "stream"
     ]
     assert "the interrupted cell resumed" not in "".join(later)
