@@ -304,3 +304,15 @@ def test_a_comm_callback_runs_on_the_loop_and_may_start_a_task(
     after = each_shared_kernel.execute("print(seen)")
     assert_ok(after)
     assert after.stream() == "[True, 7]\n"
+
+
+def test_a_loop_stop_while_a_cell_awaits_does_not_end_the_cell(shared_kernel: Kernel) -> None:
+    # Ours only: ipykernel's loop stops, and with it the kernel.
+    execution = shared_kernel.execute(
+        "import asyncio\n"
+        "asyncio.get_running_loop().call_soon(asyncio.get_running_loop().stop)\n"
+        "await asyncio.sleep(0.1)\n"
+        "print('after the stop')"
+    )
+    assert_ok(execution)
+    assert execution.stream() == "after the stop\n"

@@ -93,6 +93,11 @@ class KernelEventLoop:
                 if task.done():
                     raise
                 task.cancel()
+            except RuntimeError:
+                # Before the task is done, only a loop.stop() (the cell's, or
+                # a task's) ends run_until_complete this way: the cell goes on.
+                if task.done():
+                    raise
 
 
 async def _run_cell_on_loop(
