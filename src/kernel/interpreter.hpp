@@ -6,8 +6,9 @@
 // Threads. xeus calls the request handlers on the main thread, which is also
 // CPython's main thread (signals, hence KeyboardInterrupt, are delivered
 // there); interrupt and shutdown arrive on the control thread. Between
-// requests the main thread does not hold the GIL, so Python threads started by
-// cells keep running while the kernel is idle.
+// requests the main thread runs the asyncio loop cells run on
+// (interp_rpc_kernel/event_loop.py), and holds the GIL only while the loop
+// runs Python, so Python threads started by cells keep running too.
 //
 // Output from any thread. Any thread may publish, with or without the GIL:
 // Python code through print and display, C++ code (the pool's status
@@ -27,6 +28,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <utility>
@@ -83,6 +85,15 @@ class interpreter final : public xeus::xinterpreter {
   // registry (see comm.hpp); then destroys the comms its handlers closed.
   void dispatch_comm_request(const std::function<void()>& dispatch);
 
+  // get_ipython().kernel.set_parent: output of the calling thread goes to
+  // `message` (a whole request), and get_parent() returns it; on the main
+  // thread until the next request, on the others (when it is an execute
+  // request) until the next execute request. Needs the GIL.
+  void set_parent(nl::json message, std::vector<std::string> identities);
+
+  // The event loop's KernelIOLoop, or None before the shell starts. GIL.
+  pybind11::object io_loop() const;
+
   // Any thread: the number IPython gives the next cell that stores history.
   int execution_count() const noexcept { return m_execution_count.load(); }
 
@@ -107,6 +118,11 @@ class interpreter final : public xeus::xinterpreter {
   // interrupt comes, while it waits for IPython's import: a
   // KeyboardInterrupt, or a RuntimeError once stopping.
   pybind11::object& shell();
+
+  // Main thread, without the GIL, between requests (kernel_server's idle
+  // waiter): runs the asyncio loop until one of fds is readable. False if
+  // there is no loop yet (the shell has not started).
+  bool wait_while_idle(std::span<const int> fds);
 
   // Main thread: whether a cell called exit() or quit() (without
   // keep_kernel=True); the kernel then ends once that cell has its reply, as
@@ -158,6 +174,7 @@ class interpreter final : public xeus::xinterpreter {
   std::atomic<std::thread::id> m_loader_id{};
   wake_pipe m_import_done;  // readable once the loader has finished
   pybind11::object m_shell;
+  pybind11::object m_event_loop;  // event_loop.KernelEventLoop, with the shell
   pybind11::object m_stdout;
   pybind11::object m_stderr;
   stream* p_stdout = nullptr;  // owned by m_stdout

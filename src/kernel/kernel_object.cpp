@@ -3,6 +3,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <pybind11_json/pybind11_json.hpp>
 
@@ -141,6 +142,31 @@ py::object make_kernel_object(py::module_& m, interpreter& owner) {
             return shell.is_none() ? py::int_(0) : py::object(shell.attr("execution_count"));
           },
           "The number the next cell will get, as ipykernel's kernel says: the shell's.")
+      .def_property_readonly(
+          "io_loop",
+          [](const kernel_object& self) -> py::object {
+            return self.owner == nullptr ? py::object(py::none()) : self.owner->io_loop();
+          },
+          "The loop cells run on, as a tornado-like IOLoop (add_callback from any thread), "
+          "once the shell has started (else None).")
+      .def(
+          "set_parent",
+          [](const kernel_object& self, const py::object& ident, const py::dict& parent,
+             const py::object&) {
+            if (self.owner == nullptr) {
+              throw std::runtime_error("the kernel has shut down");
+            }
+            std::vector<std::string> identities;
+            if (!ident.is_none()) {
+              for (const py::handle identity : ident) {
+                identities.push_back(identity.cast<std::string>());
+              }
+            }
+            self.owner->set_parent(pyjson::to_json(parent), std::move(identities));
+          },
+          "ident"_a, "parent"_a, "channel"_a = "shell",
+          "Makes `parent` (a whole request message) the request the calling thread's output "
+          "belongs to, and get_parent()'s answer, until the next request.")
       .def_readonly("session", &kernel_object::session)
       .def_readonly("iopub_socket", &kernel_object::iopub_socket);
 

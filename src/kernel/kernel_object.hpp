@@ -10,6 +10,11 @@
 //   sends on that socket only.
 // - shell and execution_count: the IPython shell and its count, as
 //   ipykernel's kernel has them.
+// - io_loop: the loop cells run on (event_loop.py's KernelIOLoop), whose
+//   add_callback any thread may call, as tornado's.
+// - set_parent(ident, parent): the request the calling thread's output
+//   belongs to, until the next request (the main thread) or the next execute
+//   request (other threads, when parent is one).
 #pragma once
 
 #include <pybind11/pybind11.h>

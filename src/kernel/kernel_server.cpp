@@ -155,10 +155,12 @@ nl::json kernel_server::no_debugger_messenger::send_to_shell_impl(const nl::json
 }
 
 kernel_server::kernel_server(zmq::context_t& context, const xeus::xkernel_configuration& config,
-                             nl::json::error_handler_t error_handler, int input_cancel_fd)
+                             nl::json::error_handler_t error_handler, int input_cancel_fd,
+                             idle_waiter wait_while_idle)
     : m_signer(config.m_signature_scheme, config.m_key),
       m_error_handler(error_handler),
       m_input_cancel_fd(input_cancel_fd),
+      m_wait_while_idle(std::move(wait_while_idle)),
       m_shell(bound_socket(context, zmq::socket_type::router, config, config.m_shell_port)),
       m_stdin(bound_socket(context, zmq::socket_type::router, config, config.m_stdin_port)),
       m_control(bound_socket(context, zmq::socket_type::router, config, config.m_control_port)),
@@ -291,7 +293,7 @@ void kernel_server::run_shell_loop() {
   };
   frame_list frames;
   while (!m_stopping) {
-    poll(items, 2);
+    wait_for_shell(items);
     if (readable(items[1])) {
       m_shell_wake.drain();
     }
@@ -300,6 +302,26 @@ void kernel_server::run_shell_loop() {
       handle_request(frames, xeus::channel::SHELL, deliver);
     }
   }
+}
+
+void kernel_server::wait_for_shell(zmq::pollitem_t (&items)[2]) {
+  if (m_wait_while_idle) {
+    // zmq's descriptor signals a change of the socket's state, not that a
+    // message is there (it is edge-triggered): look first, without waiting,
+    // which also rearms it.
+    poll(items, 2, std::chrono::milliseconds(0));
+    if (readable(items[0]) || readable(items[1])) {
+      return;
+    }
+    const int fds[] = {m_shell.get(zmq::sockopt::fd), m_shell_wake.fd()};
+    if (m_wait_while_idle(fds)) {
+      // What woke it, or nothing (an early return): the caller reads what
+      // is there, and comes back.
+      poll(items, 2, std::chrono::milliseconds(0));
+      return;
+    }
+  }
+  poll(items, 2);
 }
 
 void kernel_server::run_control_loop() {
@@ -479,8 +501,9 @@ void kernel_server::update_config_impl(xeus::xkernel_configuration& config) cons
   config.m_hb_port = bound_port(m_heartbeat);
 }
 
-xeus::xkernel::server_builder make_kernel_server_builder(int input_cancel_fd) {
-  return [input_cancel_fd](xeus::xcontext& context, const xeus::xconfiguration& config,
+xeus::xkernel::server_builder make_kernel_server_builder(int input_cancel_fd,
+                                                         idle_waiter wait_while_idle) {
+  return [input_cancel_fd, wait_while_idle](xeus::xcontext& context, const xeus::xconfiguration& config,
                            nl::json::error_handler_t error_handler) -> std::unique_ptr<xeus::xserver> {
     const auto* kernel_config = std::get_if<xeus::xkernel_configuration>(&config);
     if (kernel_config == nullptr) {
@@ -489,7 +512,8 @@ xeus::xkernel::server_builder make_kernel_server_builder(int input_cancel_fd) {
           "give the kernel a connection file that lists its ports");
     }
     return std::make_unique<kernel_server>(context.get_wrapped_context<zmq::context_t>(),
-                                           *kernel_config, error_handler, input_cancel_fd);
+                                           *kernel_config, error_handler, input_cancel_fd,
+                                           wait_while_idle);
   };
 }
 

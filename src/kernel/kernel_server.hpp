@@ -4,7 +4,9 @@
 // Threads and sockets. Each socket is used by one thread only:
 // - the main thread runs the shell loop in start(); it owns shell and stdin,
 //   handles shell requests (CPython raises KeyboardInterrupt only there) and
-//   sends their replies and input requests;
+//   sends their replies and input requests. Between requests it waits in the
+//   idle waiter (the interpreter's asyncio loop, which watches the shell
+//   socket's descriptor and the wake pipe), or in zmq_poll when there is none;
 // - the control thread owns control: interrupt and shutdown are served while
 //   the main thread runs a cell;
 // - the io thread owns IOPub and heartbeat. publish() from any thread (the
@@ -27,7 +29,9 @@
 
 #include <atomic>
 #include <deque>
+#include <functional>
 #include <memory>
+#include <span>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -44,12 +48,19 @@
 
 namespace interp_rpc::kernel {
 
+// Main thread, between requests: waits until one of the descriptors is
+// readable, doing other work meanwhile (the asyncio loop); it may return
+// early. Returns false, at once, if it cannot wait (no loop yet): the shell
+// loop then waits itself.
+using idle_waiter = std::function<bool(std::span<const int> fds)>;
+
 class kernel_server final : public xeus::xserver {
  public:
   // input_cancel_fd: readable when the wait for an input reply must end (the
   // interrupter's); -1 for none.
   kernel_server(zmq::context_t& context, const xeus::xkernel_configuration& config,
-                nl::json::error_handler_t error_handler, int input_cancel_fd);
+                nl::json::error_handler_t error_handler, int input_cancel_fd,
+                idle_waiter wait_while_idle);
   ~kernel_server() override;
 
  private:
@@ -71,6 +82,8 @@ class kernel_server final : public xeus::xserver {
   void update_config_impl(xeus::xkernel_configuration& config) const override;
 
   void run_shell_loop();
+  // Until a shell request or a wake may be there; items as run_shell_loop's.
+  void wait_for_shell(zmq::pollitem_t (&items)[2]);
   void run_control_loop();
   void run_io_loop();
   frame_list welcome_frames(const zmq::message_t& subscription) const;
@@ -86,6 +99,7 @@ class kernel_server final : public xeus::xserver {
   message_signer m_signer;
   nl::json::error_handler_t m_error_handler;
   int m_input_cancel_fd;
+  idle_waiter m_wait_while_idle;
   no_debugger_messenger m_messenger;
 
   zmq::socket_t m_shell;
@@ -114,7 +128,9 @@ class kernel_server final : public xeus::xserver {
 };
 
 // The xkernel server builder for a kernel whose input requests end when
-// input_cancel_fd becomes readable.
-xeus::xkernel::server_builder make_kernel_server_builder(int input_cancel_fd);
+// input_cancel_fd becomes readable, and that waits for requests in
+// wait_while_idle.
+xeus::xkernel::server_builder make_kernel_server_builder(int input_cancel_fd,
+                                                         idle_waiter wait_while_idle);
 
 }  // namespace interp_rpc::kernel

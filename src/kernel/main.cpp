@@ -6,6 +6,7 @@
 #include <exception>
 #include <iostream>
 #include <memory>
+#include <span>
 #include <string>
 
 #include <pybind11/embed.h>
@@ -36,9 +37,13 @@ void run(const std::string& connection_file, const char* argv0) {
   kernel::interpreter& interpreter = *owned_interpreter;
   xeus::xkernel xkernel(xeus::load_configuration(connection_file), xeus::get_user_name(),
                         xeus::make_zmq_context(), std::move(owned_interpreter),
-                        kernel::with_shell_protocol(kernel::make_kernel_server_builder(
-                                                        interpreter.interrupts().cancel_fd()),
-                                                    interpreter),
+                        kernel::with_shell_protocol(
+                            kernel::make_kernel_server_builder(
+                                interpreter.interrupts().cancel_fd(),
+                                [&interpreter](std::span<const int> fds) {
+                                  return interpreter.wait_while_idle(fds);
+                                }),
+                            interpreter),
                         std::make_unique<kernel::ipython_history>(
                             [&interpreter] { return interpreter.shell(); }));
   // Python outlives xeus: whichever way start() ends, detach while xeus's

@@ -106,6 +106,31 @@ def wait_for_execute_input(kernel: Kernel, msg_id: str) -> None:
             return
 
 
+def test_shutdown_while_a_cell_awaits(logged_kernel: tuple[Kernel, Path]) -> None:
+    kernel, log = logged_kernel
+    msg_id = kernel.send("import asyncio\nprint('started', flush=True)\nawait asyncio.sleep(60)")
+    while True:
+        msg = kernel.client.get_iopub_msg(timeout=30)
+        if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "stream":
+            break
+    assert_clean_exit(kernel, log)
+
+
+def test_shutdown_while_a_task_runs_in_the_background(
+        logged_kernel: tuple[Kernel, Path]) -> None:
+    # The kernel is idle in its event loop, which runs the task.
+    kernel, log = logged_kernel
+    started = kernel.execute(
+        "import asyncio\n"
+        "async def forever():\n"
+        "    while True:\n"
+        "        await asyncio.sleep(0.01)\n"
+        "background = asyncio.ensure_future(forever())"
+    )
+    assert started.status == "ok", started.reply
+    assert_clean_exit(kernel, log)
+
+
 def test_shutdown_with_cells_waiting(slow_import_kernel: tuple[Kernel, Path]) -> None:
     # Sent while IPython is still being imported: the first cell waits for the
     # import, the others behind it. They must not hold the exit up.

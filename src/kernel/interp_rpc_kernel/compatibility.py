@@ -25,7 +25,8 @@ def ipython_problem() -> str | None:
     if major != TESTED_MAJOR_VERSION:
         return f"IPython {IPython.__version__} is not IPython {TESTED_MAJOR_VERSION}"
     needed: dict[type, tuple[str, ...]] = {
-        InteractiveShell: ("run_cell", "run_code", "showtraceback", "_showtraceback",
+        InteractiveShell: ("run_cell", "run_cell_async", "should_run_async", "transform_cell",
+                           "loop_runner", "run_code", "showtraceback", "_showtraceback",
                            "user_expressions", "object_inspect_mime", "init_history",
                            "init_hooks", "enable_gui", "set_next_input"),
         BaseIPythonApplication: ("initialize",),
