@@ -21,7 +21,7 @@ from interp_rpc._pool import replies
 from interp_rpc._worker import wire
 
 if TYPE_CHECKING:
-    from interp_rpc._pool.engine import _core
+    from interp_rpc._pool.engine_face import EngineCall
     from interp_rpc.errors import RemoteError
     from interp_rpc.profiling.recorder import ProfileRecorder
 
@@ -47,7 +47,7 @@ def chunk_arguments(items: list[Any], start: int, *, collect: bool, output: int 
     return (items, hooks)
 
 
-def chunk_results(handle: _core.CallHandle, recorder: ProfileRecorder, target: object,
+def chunk_results(handle: EngineCall, recorder: ProfileRecorder, target: object,
                   name: str, start: int) -> tuple[list[Any], RemoteError | None]:
     """A finished chunk's results, in order, and the error of its failing
     item, if one failed (the results are then those of the items before it).

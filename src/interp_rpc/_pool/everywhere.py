@@ -22,8 +22,8 @@ if TYPE_CHECKING:
     from collections.abc import Collection
 
     from interp_rpc._pool.encoding import EncodedCall
-    from interp_rpc._pool.engine import _core
-    from interp_rpc._pool.pool import InterpreterPool
+    from interp_rpc._pool.engine_face import EngineCall
+    from interp_rpc._pool.engine_pool import EnginePool
 
 #: After Ctrl-C, how long to wait for the reply of a call that no worker runs
 #: any more: it has just finished, and its reply is being handed over.
@@ -44,14 +44,14 @@ class EverywhereRun:
     ``target`` is what was encoded, to name it; ``timeout`` is a deadline
     for all of them."""
 
-    def __init__(self, pool: InterpreterPool, encoded: EncodedCall, target: object,
+    def __init__(self, pool: EnginePool[Any], encoded: EncodedCall, target: object,
                  timeout: float | None, workers: Collection[int]) -> None:
         self._pool = pool
         self._target = target
         self._name = encoded.name
         self._timeout = timeout
         self._deadline = None if timeout is None else time.monotonic() + timeout
-        self._handles: dict[int, _core.CallHandle] = {}
+        self._handles: dict[int, EngineCall] = {}
         self._outcomes: dict[int, Any | BaseException] = {}
         for index in workers:
             try:
@@ -97,7 +97,7 @@ class EverywhereRun:
     def remember(self, label: str) -> None:
         """Nothing to keep: a local pool's workers never join later."""
 
-    def _settle(self, handle: _core.CallHandle) -> Any | BaseException:
+    def _settle(self, handle: EngineCall) -> Any | BaseException:
         handle.claim()
         handle.release()
         try:

@@ -11,7 +11,8 @@ from interp_rpc._pool import replies
 from interp_rpc._pool.engine import _core
 
 if TYPE_CHECKING:
-    from interp_rpc._pool.pool import InterpreterPool
+    from interp_rpc._pool.engine_face import EngineCall
+    from interp_rpc._pool.engine_pool import EnginePool
 
 
 class CallFuture(Future[Any]):
@@ -22,21 +23,21 @@ class CallFuture(Future[Any]):
     ``concurrent.futures.wait`` and asyncio.
     """
 
-    def __init__(self, pool: InterpreterPool, target: object, args: tuple[Any, ...],
+    def __init__(self, pool: EnginePool[Any], target: object, args: tuple[Any, ...],
                  kwargs: dict[str, Any]) -> None:
         super().__init__()
         self._pool = pool  # alive while its calls may be
         self._target = target
         self._args = args
         self._kwargs = kwargs
-        self._handle: _core.CallHandle | None = None
+        self._handle: EngineCall | None = None
         # The engine can finish the call, and its completion thread call
         # _settle(), before submit() has attached the handle: _settle() then
         # leaves the work to _attach().
         self._attach_lock = threading.Lock()
         self._settle_deferred = False
 
-    def _attach(self, handle: _core.CallHandle) -> None:
+    def _attach(self, handle: EngineCall) -> None:
         with self._attach_lock:
             self._handle = handle
             deferred = self._settle_deferred

@@ -36,8 +36,8 @@ from interp_rpc.errors import MISSING, CallTimeoutError, RemoteError
 
 if TYPE_CHECKING:
     from interp_rpc._pool.encoding import EncodedCall
-    from interp_rpc._pool.engine import _core
-    from interp_rpc._pool.pool import InterpreterPool
+    from interp_rpc._pool.engine_face import EngineCall
+    from interp_rpc._pool.engine_pool import EnginePool
 
 _CHUNKS_PER_WORKER = 8  # at least this many chunks per worker, for balance
 _MAX_BATCH_ITEMS = 1024  # the most items encoded before they are sent together
@@ -71,7 +71,7 @@ class MapIterator(itertools.chain[Any]):
 class MapRun:
     """One map: what was submitted, in order, and the iterator over results."""
 
-    def __init__(self, pool: InterpreterPool, fn: Callable[..., Any] | str,
+    def __init__(self, pool: EnginePool[Any], fn: Callable[..., Any] | str,
                  iterables: tuple[Iterable[Any], ...], *, timeout: float | None,
                  chunksize: int | None, buffersize: int | None,
                  on_dispatched: Callable[[], None] | None = None,
@@ -87,7 +87,7 @@ class MapRun:
         self._items = iter(spec.items)
         self._next_index = 0  # of the next item to read
         self._exhausted = False
-        self._pending: collections.deque[tuple[int, int, _core.CallHandle]] = collections.deque()
+        self._pending: collections.deque[tuple[int, int, EngineCall]] = collections.deque()
         self._in_flight = 0  # items in pending chunks
         self._done = 0  # items whose results were yielded
         self._sizer = ChunkSizer(self._balanced_size())
@@ -183,7 +183,7 @@ class MapRun:
             _, count, handle = self._pending[0]
             self._measure(handle, count)
 
-    def _measure(self, handle: _core.CallHandle, count: int) -> None:
+    def _measure(self, handle: EngineCall, count: int) -> None:
         """Tell the sizer what a finished chunk cost, once per chunk."""
         if self._spec.chunksize is not None or handle.id <= self._measured_id:
             return
@@ -262,7 +262,7 @@ class MapRun:
         """How many items the map has, once its input was read to the end."""
         return self._total
 
-    def _timeout_error(self, handle: _core.CallHandle) -> CallTimeoutError:
+    def _timeout_error(self, handle: EngineCall) -> CallTimeoutError:
         assert self._spec.timeout is not None
         self._pool._profiling.gave_up(handle.id)
         busy_worker, seconds = self._pool._busy_worker(handle.id)

@@ -1,42 +1,31 @@
 """InterpreterPool: the executor, the Python face of the C++ engine.
 
-Its parts live beside it in this package: futures (the Future of a call),
-map, encoding (a request, encoded), replies (what a reply means), exit_policy
-(engines still running at exit) and engine (the C++ module); what a pool
-reports is interp_rpc.records.
+What it shares with ProcessPool is engine_pool.EnginePool's. Its parts live
+beside it in this package: futures (the Future of a call), map, encoding (a
+request, encoded), replies (what a reply means), exit_policy (engines still
+running at exit) and engine (the C++ module); what a pool reports is
+interp_rpc.records.
 """
 
 from __future__ import annotations
 
-import sys
-import threading
 import warnings
-from collections.abc import Callable, Collection, Iterable
-from concurrent.futures import Executor, Future
-from typing import TYPE_CHECKING, Any, Self
+from collections.abc import Callable, Collection
+from typing import TYPE_CHECKING, Any
 
-from interp_rpc._pool import exit_policy, replies, targets
+from interp_rpc._pool import exit_policy, replies
 from interp_rpc._pool.chunks import chunk_results
-from interp_rpc._pool.encoding import EncodedCall, encode_call
+from interp_rpc._pool.encoding import EncodedCall
 from interp_rpc._pool.engine import WORKER_SOURCE, _core, require_engine
+from interp_rpc._pool.engine_pool import EnginePool
 from interp_rpc._pool.everywhere import EverywhereRun
-from interp_rpc._pool.futures import CallFuture
-from interp_rpc._pool.map import MapIterator, MapRun
-from interp_rpc._pool.validation import check_init, check_timeout, check_workers
-from interp_rpc._worker import wire
-from interp_rpc.errors import (
-    CallTimeoutError,
-    PoolClosedError,
-    PoolInitError,
-    RemoteError,
-    WorkerInitFailure,
-)
-from interp_rpc.profiling.recorder import ProfileRecorder, ProfileSession
-from interp_rpc.records import CallRecord, EngineRecord, PoolStats, WorkerStatus
+from interp_rpc._pool.validation import check_timeout
+from interp_rpc.errors import CallTimeoutError, RemoteError
 
 __all__ = ["InterpreterPool"]
 
-class InterpreterPool(Executor):
+
+class InterpreterPool(EnginePool["_core.CallHandle"]):
     """A warm pool of subinterpreters, each on its own OS thread with its own GIL.
 
     ``init`` is source code run once in every worker before it serves calls;
@@ -45,52 +34,18 @@ class InterpreterPool(Executor):
     ``workers``, takes precedence when given.
     """
 
+    _engine: _core.Engine
+
     def __init__(self, workers: int = 4, init: str | None = None,
                  init_timeout: float | None = 30.0, *, max_workers: int | None = None) -> None:
-        if max_workers is not None:  # the Executor spelling, which wins
-            workers = check_workers("max_workers", max_workers)
-        else:
-            check_workers("workers", workers)
-        check_init(init)
-        check_timeout("init_timeout", init_timeout)
-        require_engine()
-        self._lock = threading.Lock()
-        self._closed = False
-        self._profiling = ProfileRecorder()
-        exit_policy.prepare()  # before the engine exists: it is stopped at exit whatever happens
-        setup = {"sys_path": list(sys.path), "main": targets.main_module_spec(), "init": init}
-        self._engine = _core.Engine(workers, WORKER_SOURCE.read_text(), str(WORKER_SOURCE),
-                                    wire.dumps(setup))
-        try:
-            reports = self._engine.wait_ready(init_timeout)
-        except BaseException:
-            self._engine.close(cancel_pending=True, timeout=0)
-            raise
-        failures = [self._init_failure(r) for r in reports if not r["ok"]]
-        if failures:
-            self._closed = True
-            self._engine.close(cancel_pending=True, timeout=1.0)
-            raise PoolInitError(failures, init_timeout=init_timeout)
+        super().__init__(workers, init, init_timeout, max_workers)
 
-    @staticmethod
-    def _init_failure(report: dict[str, Any]) -> WorkerInitFailure:
-        index = int(report["index"])
-        if not report["finished"]:
-            return WorkerInitFailure(index, timed_out=True, error=None)
-        kind, reply = report["kind"], report["reply"]
-        if kind == wire.SETUP_FAILED:
-            return WorkerInitFailure(index, timed_out=False, error=replies.remote_error(
-                wire.loads(reply), target="init", worker=index))
-        return WorkerInitFailure(index, timed_out=False, error=None,
-                                 detail=reply.decode("utf-8", "replace"))
+    def _start_engine(self, workers: int, setup: bytes) -> _core.Engine:
+        require_engine()
+        exit_policy.prepare()  # before the engine exists: it is stopped at exit whatever happens
+        return _core.Engine(workers, WORKER_SOURCE.read_text(), str(WORKER_SOURCE), setup)
 
     # ------------------------------------------------------------------ calls
-
-    def submit(self, fn: Callable[..., Any] | str, /, *args: Any, **kwargs: Any) -> Future[Any]:
-        """Dispatch ``fn(*args, **kwargs)`` without blocking."""
-        future = CallFuture(self, fn, args, kwargs)
-        future._attach(self._dispatch(fn, args, kwargs, owner=future))
-        return future
 
     def call(self, target: Callable[..., Any] | str, /, *args: Any,
              timeout: float | None = None, **kwargs: Any) -> Any:
@@ -119,37 +74,6 @@ class InterpreterPool(Executor):
             raise replies.refusal(status, name)
         assert reply is not None
         return replies.reply_value(status, kind, reply, worker, target, args, kwargs)
-
-    def map(self, fn: Callable[..., Any] | str, *iterables: Iterable[Any],
-            timeout: float | None = None, chunksize: int | None = None,
-            buffersize: int | None = None, errors: str = "raise") -> MapIterator:
-        """``fn(item)`` for every item, in parallel: an iterator over the
-        results, in order, as ``Executor.map``.
-
-        With several iterables, ``fn(*items)`` for each tuple of items, as the
-        builtin ``map``. The work is submitted by the call (all of it, or
-        ``buffersize`` items ahead of the consumer, so infinite iterables
-        work); ``timeout`` runs from the call and is raised by ``__next__``.
-        Items go out in chunks, adaptive unless ``chunksize`` is given. The
-        first failing item raises, in order; that, a timeout, or closing the
-        iterator cancels the chunks that have not started. With
-        ``errors="collect"`` a failing item's RemoteError takes its place among
-        the results instead, and the map goes on.
-        """
-        return MapRun(self, fn, iterables, timeout=timeout, chunksize=chunksize,
-                      buffersize=buffersize, errors=errors).results()
-
-    def run_everywhere(self, target: Callable[..., Any] | str, args: tuple[Any, ...] = (),
-                       kwargs: dict[str, Any] | None = None, *, timeout: float | None = None,
-                       workers: Collection[int] | None = None) -> EverywhereRun:
-        """Send ``target(*args, **kwargs)`` once to each worker (or each of
-        ``workers``), for code that defines things everywhere, as %%parallel
-        does. ``wait()`` on the run gives each worker's result or the error it
-        stands for; ``timeout`` is a deadline for all of them."""
-        check_timeout("timeout", timeout)
-        encoded = self._encode(target, args, kwargs or {})
-        chosen = range(self.workers) if workers is None else workers
-        return EverywhereRun(self, encoded, target, timeout, chosen)
 
     # ---------------------- work another pool encoded (a ClusterPool's, sent here)
 
@@ -207,74 +131,6 @@ class InterpreterPool(Executor):
         leaving the workers to finish queued calls on their own."""
         self._stop(cancel=cancel_futures, timeout=None if wait else 0)
 
-    def _stop(self, *, cancel: bool, timeout: float | None) -> list[tuple[int, str, float]]:
-        """Close the engine. Returns the workers whose threads had not ended
-        when ``timeout`` ran out: (index, target or "", seconds running)."""
-        with self._lock:
-            self._closed = True
-        return list(self._engine.close(cancel_pending=cancel, timeout=timeout))
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    # ---------------------------------------------------------- observability
-
-    @property
-    def workers(self) -> int:
-        return int(self._engine.workers)
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
-    @property
-    def broken(self) -> bool:
-        return bool(self._engine.broken)
-
-    def status(self) -> list[WorkerStatus]:
-        """What every worker is doing now."""
-        return [WorkerStatus(index=w["index"], state=w["state"], target=w["target"],
-                             item_index=w["item_index"], busy_seconds=w["busy_seconds"],
-                             calls_done=w["calls_done"],
-                             busy_seconds_total=w["busy_seconds_total"], detail=w["detail"],
-                             call_id=w["call_id"] or None)
-                for w in self._engine.status()]
-
-    def stats(self) -> PoolStats:
-        t = self._engine.totals()
-        return PoolStats(calls=t["calls"], items=t["items"], replied=t["replied"],
-                         failed=t["failed"], queue_wait_seconds=t["queue_wait_ns"] / 1e9,
-                         run_seconds=t["run_ns"] / 1e9, serialize_seconds=t["serialize_ns"] / 1e9,
-                         deserialize_seconds=t["deserialize_ns"] / 1e9,
-                         result_serialize_seconds=t["result_serialize_ns"] / 1e9)
-
-    def profile(self, functions: bool = False) -> ProfileSession:
-        """Profile what the pool runs in a ``with`` block::
-
-            with pool.profile(functions=True) as prof:
-                list(pool.map(f, items))
-            prof.stats.sort_stats("cumtime").print_stats(10)
-
-        ``prof`` is a Profile: one record per map item or call (``.records``),
-        a summary, ``export(path)`` (Chrome trace JSON or pstats) and, in a
-        notebook, a timeline. Map items are timed one by one (short ones in
-        groups). With ``functions=True`` every worker runs its calls under
-        cProfile and ``prof.stats`` merges their stats.
-        """
-        return ProfileSession(self, self._profiling, functions)
-
-    def call_records(self, after: int = 0) -> list[CallRecord]:
-        """Finished requests, in the order they finished, oldest first.
-
-        The engine keeps the last ``CALL_LOG_CAPACITY`` (16384). ``after`` is a ``seq`` seen before:
-        polling with the largest ``seq`` seen so far returns every record
-        exactly once.
-        """
-        return [EngineRecord._make(r).public() for r in self._engine.records(after)]
-
     # ----------------------------------------- for live views (the notebook's)
 
     def log_position(self) -> tuple[int, int]:
@@ -311,11 +167,6 @@ class InterpreterPool(Executor):
         the GIL (the interp-rpc kernel's live view)."""
         return self._engine.live_feed()
 
-    def worker_indices(self) -> list[int]:
-        """0 to workers - 1: the indices ``run_everywhere(workers=...)``
-        accepts, and that statuses, records and errors name workers by."""
-        return list(range(self.workers))
-
     def interpreter_ids(self) -> list[int]:
         """Each worker's interpreter id, by worker index."""
         return [int(i) for i in self._engine.interpreter_ids]
@@ -323,50 +174,6 @@ class InterpreterPool(Executor):
     def __repr__(self) -> str:
         state = "closed" if self._closed else "broken" if self.broken else "open"
         return f"<InterpreterPool workers={self.workers} {state}>"
-
-    # -------------------------------------------------------------- internals
-
-    def _encode(self, target: object, args: tuple[Any, ...], kwargs: dict[str, Any],
-                mode: str = "call", item_index: int = -1,
-                normalized: tuple[targets.TargetSpec, str] | None = None
-                ) -> EncodedCall:
-        """The request, encoded (see encoding.encode_call)."""
-        return encode_call(target, args, kwargs, mode=mode, item_index=item_index,
-                           normalized=normalized, check_open=self._check_open)
-
-    def _check_open(self, name: str) -> None:
-        if self._closed:
-            raise PoolClosedError(f"the pool is closed; cannot call {name!r}")
-
-    def _dispatch(self, target: object, args: tuple[Any, ...], kwargs: dict[str, Any], *,
-                  owner: object = None) -> _core.CallHandle:
-        return self._submit(self._encode(target, args, kwargs), owner=owner)
-
-    def _submit(self, encoded: EncodedCall, *, owner: object = None,
-                item_index: int = -1, item_count: int = 1, worker: int = -1) -> _core.CallHandle:
-        status, handle = self._engine.submit(encoded.name, encoded.data, encoded.buffers,
-                                             item_index, item_count, owner,
-                                             encoded.submitted_ns, encoded.serialize_ns, worker)
-        if handle is None:
-            raise replies.refusal(status, encoded.name)
-        return handle
-
-    def _submit_many(self, batch: list[tuple[int, int, EncodedCall]]) -> list[_core.CallHandle]:
-        """Queue a map's chunks together, all or none: each is (its first
-        item's index, its item count, the encoded chunk)."""
-        status, handles = self._engine.submit_many([
-            (e.name, e.data, e.buffers, start, count, e.submitted_ns, e.serialize_ns)
-            for start, count, e in batch])
-        if handles is None:
-            raise replies.refusal(status, batch[0][2].name)
-        return handles
-
-    def _busy_worker(self, call_id: int) -> tuple[int | None, float | None]:
-        """(worker, seconds) of the worker running call ``call_id``, if one is."""
-        for w in self._engine.status():
-            if w["call_id"] == call_id:
-                return int(w["index"]), float(w["busy_seconds"])
-        return None, None
 
 
 def _gave_up_message(timeout: float | None, left: list[tuple[int, str, float]]) -> str:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, cast
 from interp_rpc._pool.map import MapRun
 
 if TYPE_CHECKING:
-    from interp_rpc._pool.engine import _core
+    from interp_rpc._pool.engine_face import EngineCall
     from interp_rpc.errors import CallTimeoutError
     from interp_rpc.process.handle import ProcessCallHandle
     from interp_rpc.process.pool import ProcessPool
@@ -27,7 +27,7 @@ class StoppingMapRun(MapRun):
 
     process_pool: ProcessPool
 
-    def _timeout_error(self, handle: _core.CallHandle) -> CallTimeoutError:
+    def _timeout_error(self, handle: EngineCall) -> CallTimeoutError:
         waited = cast("ProcessCallHandle", handle)
         engine = self.process_pool._engine
         for _, _, queued in self._pending:

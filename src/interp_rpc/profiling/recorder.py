@@ -20,7 +20,8 @@ from interp_rpc.profiling import model
 from interp_rpc.records import EngineRecord
 
 if TYPE_CHECKING:
-    from interp_rpc._pool.pool import InterpreterPool
+    from interp_rpc._pool.engine_face import EngineCall
+    from interp_rpc._pool.engine_pool import EnginePool
 
 #: The pinned call that turns a worker's function profiler on and off.
 _PROFILE_FUNCTIONS = "_interp_rpc_worker.profile_functions"
@@ -71,7 +72,7 @@ class ProfileRecorder:
         for session in self._sessions:
             session.timed_out.setdefault(call_id, now)
 
-    def abandoned(self, handle: _core.CallHandle, first: int, count: int) -> None:
+    def abandoned(self, handle: EngineCall, first: int, count: int) -> None:
         """A map chunk whose reply the caller will not read (its map timed
         out or was closed) and that its worker may still run: the session
         reads its items' times from the reply, if it came by the end."""
@@ -97,7 +98,7 @@ class ProfileRecorder:
 class ProfileSession:
     """The context manager ``pool.profile()`` returns; ``with`` gives the Profile."""
 
-    def __init__(self, pool: InterpreterPool, recorder: ProfileRecorder,
+    def __init__(self, pool: EnginePool[Any], recorder: ProfileRecorder,
                  functions: bool) -> None:
         if not isinstance(functions, bool):
             raise TypeError(f"functions must be True or False, not {functions!r}")
@@ -110,7 +111,7 @@ class ProfileSession:
         #: Calls the caller gave up on: when (time.monotonic_ns()).
         self.timed_out: dict[int, int] = {}
         #: Map chunks whose replies the caller did not read: (handle, first item, items).
-        self.abandoned: dict[int, tuple[_core.CallHandle, int, int]] = {}
+        self.abandoned: dict[int, tuple[EngineCall, int, int]] = {}
         self.profile = model.Profile(workers=pool.workers, functions=functions, recording=True)
         self._log_position = 0
         self._first_id = 0
