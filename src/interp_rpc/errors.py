@@ -34,7 +34,7 @@ SUBINTERPRETER_EXTENSION_HELP = (
 SUBINTERPRETER_REFUSAL_FIX = (
     "{package} does not support subinterpreters (its C extension module {module} refused "
     "to load in one): run the code that needs it in interp_rpc.ProcessPool(...), whose "
-    "workers are processes."
+    "workers are processes (in a notebook: %parallel_pool --processes)."
 )
 
 

@@ -1,6 +1,7 @@
-"""%%parallel output streams while the cell runs, in both kernels: a display
-updated in place shows it (grouped by worker) before the cell ends; then the
-grouped output is printed for good and the display is emptied."""
+"""%%parallel output streams while the cell runs, in both kernels and from
+workers that are subinterpreters or processes: a display updated in place
+shows it (grouped by worker) before the cell ends; then the grouped output is
+printed for good and the display is emptied."""
 
 from __future__ import annotations
 
@@ -12,14 +13,17 @@ import pytest
 from jupyter_client.manager import start_new_kernel
 
 
+@pytest.mark.parametrize("pool", ["-n 2", "--processes -n 2"])
 @pytest.mark.parametrize("kernel_name", ["python3", "interp-rpc"])
-def test_parallel_output_shows_while_the_cell_runs(kernel_name: str, tmp_path: Path) -> None:
+def test_parallel_output_shows_while_the_cell_runs(kernel_name: str, pool: str,
+                                                   tmp_path: Path) -> None:
     gate = tmp_path / "gate"
     manager, client = start_new_kernel(kernel_name=kernel_name, startup_timeout=60)
     try:
         if kernel_name != "interp-rpc":
             client.execute_interactive("%load_ext interp_rpc", timeout=60)
-        client.execute_interactive("%parallel_pool -n 2", timeout=60)
+        reply = client.execute_interactive(f"%parallel_pool {pool}", timeout=60)
+        assert reply["content"]["status"] == "ok", reply
         messages: list[dict[str, Any]] = []
 
         def seen(message: dict[str, Any]) -> None:

@@ -123,15 +123,18 @@ class EnginePool[Call: EngineCall](Executor, metaclass=abc.ABCMeta):
         ``errors="collect"`` a failing item's RemoteError takes its place among
         the results instead, and the map goes on.
         """
-        return self._map_run(fn, iterables, timeout=timeout, chunksize=chunksize,
-                             buffersize=buffersize, errors=errors).results()
+        return self.map_run(fn, iterables, timeout=timeout, chunksize=chunksize,
+                            buffersize=buffersize, errors=errors).results()
 
-    def _map_run(self, fn: Callable[..., Any] | str, iterables: tuple[Iterable[Any], ...], *,
-                 timeout: float | None, chunksize: int | None, buffersize: int | None,
-                 errors: str) -> MapRun:
-        """The run behind map(), begun."""
+    def map_run(self, fn: Callable[..., Any] | str, iterables: tuple[Iterable[Any], ...], *,
+                timeout: float | None, chunksize: int | None, buffersize: int | None,
+                errors: str, output: int | None = None) -> MapRun:
+        """The run behind map(), begun: its ``results()`` are what map()
+        returns. ``output`` names the queue what the workers print is
+        relayed into, so a notebook cell shows it under the item that
+        printed it."""
         return MapRun(self, fn, iterables, timeout=timeout, chunksize=chunksize,
-                      buffersize=buffersize, errors=errors)
+                      buffersize=buffersize, errors=errors, output=output)
 
     def run_everywhere(self, target: Callable[..., Any] | str, args: tuple[Any, ...] = (),
                        kwargs: dict[str, Any] | None = None, *, timeout: float | None = None,
@@ -145,6 +148,11 @@ class EnginePool[Call: EngineCall](Executor, metaclass=abc.ABCMeta):
         encoded = self._encode(target, args, kwargs or {})
         chosen = range(self.workers) if workers is None else workers
         return EverywhereRun(self, encoded, target, timeout, chosen)
+
+    @abc.abstractmethod
+    def output_labels(self) -> dict[int, int]:
+        """Each worker's index, by the label that the output it relays into
+        a notebook cell carries (see notebook/relay.py)."""
 
     def worker_indices(self) -> list[int]:
         """0 to workers - 1: the indices ``run_everywhere(workers=...)``

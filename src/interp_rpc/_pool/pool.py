@@ -167,9 +167,10 @@ class InterpreterPool(EnginePool["_core.CallHandle"]):
         the GIL (the interp-rpc kernel's live view)."""
         return self._engine.live_feed()
 
-    def interpreter_ids(self) -> list[int]:
-        """Each worker's interpreter id, by worker index."""
-        return [int(i) for i in self._engine.interpreter_ids]
+    def output_labels(self) -> dict[int, int]:
+        """Each worker's index, by the label of the output it relays: its
+        interpreter's id."""
+        return {int(i): index for index, i in enumerate(self._engine.interpreter_ids)}
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "broken" if self.broken else "open"

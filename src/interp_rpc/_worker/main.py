@@ -54,13 +54,17 @@ def _profiling() -> ModuleType:
 # _worker_output_relay, loaded by the first request whose output is relayed.
 _output_relay_module: ModuleType | None = None
 
+#: How relayed output leaves a worker process (set by process/child.py; see
+#: output_relay.Transport); None in a subinterpreter.
+output_transport: Any = None
+
 
 def _output_relay(queue_id: int) -> Any:
     """An OutputRelay (output_relay.py) into the caller's queue ``queue_id``."""
     global _output_relay_module
     if _output_relay_module is None:
         _output_relay_module = _load_sibling("output_relay.py", "_interp_rpc_worker_output_relay")
-    return _output_relay_module.OutputRelay(queue_id)
+    return _output_relay_module.OutputRelay(queue_id, output_transport)
 
 # Resolved targets, by the request's target spec.
 _targets: dict[tuple[Any, ...], Callable[..., Any]] = {}

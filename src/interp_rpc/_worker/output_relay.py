@@ -7,7 +7,9 @@ the standard library only. The caller's side is interp_rpc/notebook/relay.py.
 
 from __future__ import annotations
 
+import functools
 import sys
+from collections.abc import Callable
 from typing import Any
 
 
@@ -49,22 +51,38 @@ class RelayedStream:
 RELAY_LINE_LIMIT = 8192
 
 
+#: How a worker process sends relayed output to its pool: (queue id, item
+#: or None, stream name, text). A subinterpreter has none: it puts its
+#: output into the caller's queue itself.
+type Transport = Callable[[int, int | None, str, str], None]
+
+
 class OutputRelay:
     """What the targets of one chunk print goes, as it is printed, into the
-    caller's cross-interpreter queue as (interpreter id, item or None,
-    stream name, text); the caller shows it in the notebook cell."""
+    caller's cross-interpreter queue ``queue_id`` as (interpreter id, item or
+    None, stream name, text); the caller shows it in the notebook cell. In a
+    worker process, ``transport`` carries it to the pool, which puts it there
+    labelled with the worker's index."""
 
-    def __init__(self, queue_id: int) -> None:
-        from concurrent import interpreters
+    def __init__(self, queue_id: int, transport: Transport | None = None) -> None:
+        if transport is None:
+            from concurrent import interpreters
 
-        self._queue = interpreters.Queue(queue_id)
-        self._interpreter = interpreters.get_current().id
+            queue = interpreters.Queue(queue_id)
+            interpreter = interpreters.get_current().id
+
+            def put(item: int | None, name: str, text: str) -> None:
+                queue.put((interpreter, item, name, text))
+
+            self._put = put
+        else:
+            self._put = functools.partial(transport, queue_id)
         self.item: int | None = None
         self.streams = (RelayedStream(self, "stdout"), RelayedStream(self, "stderr"))
         self._saved: tuple[Any, Any] | None = None
 
     def send(self, name: str, text: str) -> None:
-        self._queue.put((self._interpreter, self.item, name, text))
+        self._put(self.item, name, text)
 
     def at_item(self, index: int) -> None:
         self.flush()

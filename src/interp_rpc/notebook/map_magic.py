@@ -17,13 +17,14 @@ from IPython.core.magic import no_var_expand
 from IPython.core.magic_arguments import argument, kwds, magic_arguments
 
 from interp_rpc._pool import targets as _targets
+from interp_rpc._pool.engine_pool import EnginePool
 from interp_rpc._pool.map import MapRun
 from interp_rpc._pool.pool import InterpreterPool
 from interp_rpc.errors import MISSING, RemoteError
 from interp_rpc.notebook import live, options, polled_view, profile_view, worker_output
 
 if TYPE_CHECKING:
-    from interp_rpc._pool.contract import Pool
+    from interp_rpc._pool.contract import MapResults, Pool
     from interp_rpc.notebook.magics import ParallelMagics
 
 # A word that looks like an option, left after ITEMS: a hint when ITEMS fails.
@@ -125,16 +126,26 @@ def _map_locally(pool: InterpreterPool, target: Callable[..., Any] | str, items:
 
 def _map_polled(pool: Pool, target: Callable[..., Any] | str, items: list[Any],
                 args: argparse.Namespace, stuck_after: float) -> list[Any]:
-    """%parallel_map on a pool whose status is asked for (a dask cluster):
-    results read as they arrive, in order, their count shown as progress
-    over the pool's live status."""
+    """%parallel_map on a pool whose status is asked for (a ProcessPool, a
+    dask cluster): results read as they arrive, in order, their count shown
+    as progress over the pool's live status. A ProcessPool's workers relay
+    what they print, shown under the item that printed it."""
     progress = polled_view.MapView(pool, _targets.describe(target), len(items), stuck_after)
+    printed: worker_output.WorkerOutput | None = None
+    received: MapResults
     results: list[Any] = []
     try:
+        if isinstance(pool, EnginePool):
+            printed = worker_output.WorkerOutput(pool)
+            printed.start()
+            received = pool.map_run(target, (items,), timeout=args.timeout,
+                                    chunksize=args.chunksize, buffersize=None,
+                                    errors=args.errors, output=printed.relay.id).results()
+        else:
+            received = pool.map(target, items, timeout=args.timeout,
+                                chunksize=args.chunksize, errors=args.errors)
         # Closed at once on an error or Ctrl-C: chunks not started are cancelled.
-        with contextlib.closing(pool.map(target, items, timeout=args.timeout,
-                                         chunksize=args.chunksize,
-                                         errors=args.errors)) as received:
+        with contextlib.closing(received):
             progress.start()
             for value in received:
                 results.append(value)
@@ -148,6 +159,8 @@ def _map_polled(pool: Pool, target: Callable[..., Any] | str, items: list[Any],
         failure.partial_results = [*results, *[MISSING] * (len(items) - len(results))]
         raise
     finally:
+        if printed is not None:
+            printed.stop()
         progress.stop()
     return results
 

@@ -1,9 +1,11 @@
 """The notebook's one pool, which every %parallel magic runs on.
 
 It is created on first use, with one worker per CPU this process may use,
-and replaced by %parallel_pool: a local InterpreterPool, or with ``--dask`` a
-ClusterPool (one InterpreterPool in each process of a dask.distributed
-cluster). A replacement takes effect only once the new pool has started.
+and replaced by %parallel_pool: a local InterpreterPool, with
+``--processes`` a ProcessPool (whose workers can import numpy), or with
+``--dask`` a ClusterPool (one InterpreterPool in each process of a
+dask.distributed cluster). A replacement takes effect only once the new pool
+has started.
 """
 
 from __future__ import annotations
@@ -22,10 +24,11 @@ from interp_rpc.notebook import live, polled_view
 
 if TYPE_CHECKING:
     from interp_rpc.dask import ClusterPool
+    from interp_rpc.process import ProcessPool
     from interp_rpc.profiling.model import Profile
 
-#: Either kind of pool the magics run on; what both offer is _pool/contract.py's Pool.
-type Pool = InterpreterPool | ClusterPool
+#: The kinds of pool the magics run on; what all offer is _pool/contract.py's Pool.
+type Pool = InterpreterPool | ProcessPool | ClusterPool
 
 #: Seconds %parallel_pool --dask ADDRESS waits for the scheduler by default.
 CONNECT_TIMEOUT = 10.0
@@ -76,6 +79,9 @@ class NotebookPool:
         # ClusterPool's own options while the pool is on a dask cluster:
         # cluster, processes, connect_timeout, workers_per_process.
         self.cluster: dict[str, Any] | None = None
+        # ProcessPool's own options while the workers are processes:
+        # kill_on_timeout.
+        self.processes: dict[str, Any] | None = None
         self.stuck_after = live.STUCK_AFTER
         self.last_profile: Profile | None = None  # of the last %parallel_map or %%parallel
 
@@ -83,7 +89,7 @@ class NotebookPool:
     def pool(self) -> Pool:
         """The pool, created on first use (again after it was closed)."""
         if self._pool is None or self._pool.closed:
-            self._pool = _new_pool(self.options, self.cluster)
+            self._pool = _new_pool(self.options, self.cluster, self.processes)
             self.last_profile = None
         return self._pool
 
@@ -92,12 +98,13 @@ class NotebookPool:
         """Whether a pool is open now (else the next use creates one)."""
         return self._pool is not None and not self._pool.closed
 
-    def replace(self, new_options: dict[str, Any], cluster: dict[str, Any] | None) -> None:
+    def replace(self, new_options: dict[str, Any], cluster: dict[str, Any] | None,
+                processes: dict[str, Any] | None) -> None:
         """A pool made with these options in place of the current one, which is
         closed once the new one has started; if it fails, nothing changes."""
         current = self._pool if self.started else None
         try:
-            new = _new_pool(new_options, cluster)
+            new = _new_pool(new_options, cluster, processes)
         except (PoolInitError, UsageError):
             if current is not None:
                 print(f"The new pool did not start; the current one ({current.workers} "
@@ -107,6 +114,7 @@ class NotebookPool:
         old, self._pool = self._pool, new
         self.options = new_options
         self.cluster = cluster
+        self.processes = processes
         self.last_profile = None
         if old is not None:
             old.close(wait=False, timeout=1.0)
@@ -126,7 +134,13 @@ class NotebookPool:
             self._pool = None
 
 
-def _new_pool(local: dict[str, Any], cluster: dict[str, Any] | None) -> Pool:
+def _new_pool(local: dict[str, Any], cluster: dict[str, Any] | None,
+              processes: dict[str, Any] | None) -> Pool:
+    if processes is not None:
+        # Imported on first use, as dask is: most notebooks never need it.
+        from interp_rpc.process import ProcessPool
+
+        return ProcessPool(**local, **processes)
     if cluster is None:
         return InterpreterPool(**local)
     try:

@@ -4,16 +4,17 @@ A map given ``output=relay.id`` (MapRun) has every worker of its chunks
 send what its targets print, line by line as printed, into a
 cross-interpreter queue (``concurrent.interpreters``); the caller takes the
 lines from here, labelled with the worker and the item that printed them
-(the worker side is _worker/output_relay.py). Without it, workers print where
-the process prints.
+(the worker side is _worker/output_relay.py). A ProcessPool's workers send
+theirs over their reply pipes, and the pool puts it into the queue. Without
+it, workers print where the process prints.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
-    from interp_rpc._pool.pool import InterpreterPool
+    from interp_rpc._pool.engine_pool import EnginePool
 
 
 class Printed(NamedTuple):
@@ -28,15 +29,15 @@ class Printed(NamedTuple):
 class OutputRelay:
     """The queue the workers' output goes into, and what has arrived."""
 
-    def __init__(self, pool: InterpreterPool) -> None:
+    def __init__(self, pool: EnginePool[Any]) -> None:
         # Imported on first use: the notebook extension loads while a kernel
         # starts, and must not make its startup (or a shutdown then) slower.
         from concurrent import interpreters
 
         self._empty = interpreters.QueueEmpty
         self._queue = interpreters.create_queue()
-        # Workers label their output with their interpreter's id.
-        self._workers = {i: index for index, i in enumerate(pool.interpreter_ids())}
+        # Workers label their output: a subinterpreter with its id.
+        self._workers = pool.output_labels()
 
     @property
     def id(self) -> int:

@@ -32,6 +32,13 @@ SETUP_TAG = 0
 REPLY_META = struct.Struct("<iqqqq")
 #: The exit code of a worker whose pool went away.
 ORPHANED_EXIT_CODE = 70
+#: The tag of relayed output (what a call prints into a notebook cell),
+#: sent while the call runs and before its reply.
+OUTPUT_TAG = -1
+#: Relayed output's fixed fields: the caller's queue id, the item printing
+#: (-1: none) and the stream (an index into OUTPUT_STREAMS); the text follows.
+OUTPUT_META = struct.Struct("<qqB")
+OUTPUT_STREAMS = ("stdout", "stderr")
 
 
 def _load(path: str, name: str) -> ModuleType:
@@ -63,14 +70,27 @@ def serve(requests: int, replies: int, lifeline: int) -> None:
                    "_interp_rpc_worker")
     threading.Thread(target=_watch_lifeline, args=(lifeline,), name="interp-rpc lifeline",
                      daemon=True).start()
+    # Replies go out from this thread, relayed output from whichever thread
+    # prints (a call may start threads): one message at a time.
+    sending = threading.Lock()
+
+    def send(tag: int, parts: list[bytes | memoryview]) -> None:
+        with sending:
+            framing.send(replies, tag, parts)
+
+    def send_output(queue_id: int, item: int | None, stream: str, text: str) -> None:
+        meta = OUTPUT_META.pack(queue_id, -1 if item is None else item,
+                                OUTPUT_STREAMS.index(stream))
+        send(OUTPUT_TAG, [meta, text.encode("utf-8", "surrogatepass")])
+
+    vars(worker)["output_transport"] = send_output  # see main.output_transport
     clock = time.monotonic_ns
     receive = framing.Receiver(requests).receive
     try:
         tag, parts = receive()
         started = clock()
         kind, reply = worker.setup(memoryview(parts[0]))
-        framing.send(replies, SETUP_TAG,
-                     [REPLY_META.pack(kind, 0, 0, started, clock()), reply])
+        send(SETUP_TAG, [REPLY_META.pack(kind, 0, 0, started, clock()), reply])
         while True:
             tag, parts = receive()
             started = clock()
@@ -78,7 +98,7 @@ def serve(requests: int, replies: int, lifeline: int) -> None:
                 memoryview(parts[0]), [memoryview(p) for p in parts[1:]])
             del parts
             meta = REPLY_META.pack(kind, deserialize_ns, result_ns, started, clock())
-            framing.send(replies, tag, [meta, reply])
+            send(tag, [meta, reply])
             del reply
     except (framing.ChannelClosed, BrokenPipeError):
         return  # the pool closed the pipe: it is done with this worker

@@ -25,11 +25,19 @@ import functools
 import threading
 import time
 from collections.abc import Callable
+from concurrent import interpreters
+from concurrent.interpreters._queues import QueueNotFoundError  # not re-exported in 3.14
 from typing import Any
 
 from interp_rpc._pool.engine import _core
 from interp_rpc.process import framing
-from interp_rpc.process.child import REPLY_META, SETUP_TAG
+from interp_rpc.process.child import (
+    OUTPUT_META,
+    OUTPUT_STREAMS,
+    OUTPUT_TAG,
+    REPLY_META,
+    SETUP_TAG,
+)
 from interp_rpc.process.handle import ProcessCallHandle
 from interp_rpc.process.worker_process import WorkerProcess
 
@@ -224,8 +232,29 @@ class ProcessEngine:
             with self._lock:
                 self.reader_threads.discard(threading.current_thread())
 
+    def _receive(self, slot: _Slot, receive: _Receive) -> tuple[int, list[bytes]]:
+        """The worker's next reply; the output it relays meanwhile goes to
+        the caller's queue."""
+        while True:
+            tag, parts = receive()
+            if tag != OUTPUT_TAG:
+                return tag, parts
+            self._relay_output(slot, parts)
+
+    def _relay_output(self, slot: _Slot, parts: list[bytes]) -> None:
+        """Put printed output into the caller's cross-interpreter queue,
+        labelled with the worker's index (see ProcessPool.output_labels)."""
+        queue_id, item, stream = OUTPUT_META.unpack(parts[0])
+        text = parts[1].decode("utf-8", "surrogatepass")
+        try:
+            # The relay holds its queue, so this finds that object, not a new one.
+            queue = interpreters.Queue(queue_id)
+        except QueueNotFoundError:
+            return  # its relay is gone: the map or cell it was for has ended
+        queue.put((slot.index, None if item < 0 else item, OUTPUT_STREAMS[stream], text))
+
     def _read_setup(self, slot: _Slot, process: WorkerProcess, receive: _Receive) -> bool:
-        _, parts = receive()
+        _, parts = self._receive(slot, receive)
         kind = REPLY_META.unpack(parts[0])[0]
         ok = kind == 0
         slot.setup_report = {"index": slot.index, "ok": ok, "finished": True, "kind": kind,
@@ -251,7 +280,7 @@ class ProcessEngine:
     def _read_replies(self, slot: _Slot, process: WorkerProcess, receive: _Receive) -> None:
         unpack = REPLY_META.unpack
         while True:
-            tag, parts = receive()
+            tag, parts = self._receive(slot, receive)
             kind, deserialize_ns, result_ns, started, finished = unpack(parts[0])
             with self._lock:
                 handle = slot.call

@@ -118,15 +118,15 @@ class ProcessPool(EnginePool[ProcessCallHandle]):
         return CallTimeoutError(handle.target, timeout, worker=busy_worker,
                                 running_seconds=seconds, stopped=stopped, **progress)
 
-    def _map_run(self, fn: Callable[..., Any] | str, iterables: tuple[Iterable[Any], ...], *,
-                 timeout: float | None, chunksize: int | None, buffersize: int | None,
-                 errors: str) -> MapRun:
+    def map_run(self, fn: Callable[..., Any] | str, iterables: tuple[Iterable[Any], ...], *,
+                timeout: float | None, chunksize: int | None, buffersize: int | None,
+                errors: str, output: int | None = None) -> MapRun:
         """The local pool's MapRun, or one that stops its running chunks at
         its timeout when this pool stops calls."""
         stopping = self._kill_on_timeout and timeout is not None
         run = (StoppingMapRun if stopping else MapRun)(
             self, fn, iterables, timeout=timeout, chunksize=chunksize,
-            buffersize=buffersize, errors=errors)
+            buffersize=buffersize, errors=errors, output=output)
         if isinstance(run, StoppingMapRun):
             run.process_pool = self
         return run
@@ -162,6 +162,12 @@ class ProcessPool(EnginePool[ProcessCallHandle]):
         return left
 
     # ---------------------------------------------------------- observability
+
+    def output_labels(self) -> dict[int, int]:
+        """Each worker's index, by the label of the output it relays: the
+        engine's reader labels it with the index itself, which outlasts the
+        worker's process."""
+        return {index: index for index in range(self.workers)}
 
     def worker_pids(self) -> list[int]:
         """The process ids of the workers running now (they change when a

@@ -1,10 +1,12 @@
-"""The %parallel magics, case by case, on a local pool and on a dask cluster
-alike: each test runs once with the notebook's pool on each kind and expects
-what the user sees to be the same (where a cluster must differ, such as the
-status table's process titles, the test says so)."""
+"""The %parallel magics, case by case, on every kind of pool: subinterpreters
+(--local), processes (--processes) and a dask cluster. Each test runs once
+with the notebook's pool on each kind and expects what the user sees to be
+the same (where a kind must differ, such as a cluster's process titles or
+numpy loading in processes, the test says so)."""
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,7 +28,14 @@ from shell_support import (
 )
 from support import wait_until
 
-from interp_rpc import MISSING, CallTimeoutError, RemoteError, ShareabilityError
+from interp_rpc import (
+    MISSING,
+    CallTimeoutError,
+    InterpreterPool,
+    ProcessPool,
+    RemoteError,
+    ShareabilityError,
+)
 from interp_rpc.dask import ClusterPool
 from interp_rpc.notebook import ParallelCellError, current_pool
 
@@ -35,8 +44,10 @@ pytestmark = pytest.mark.timeout(300)
 #: How the notebook's pool is made, for each kind: two workers either way.
 POOL_MAGICS = {
     "local": f"--local -n 2 --init {INIT!r}",
+    "processes": f"--processes -n 2 --init {INIT!r}",
     "dask": f"--dask local:2 --init {INIT!r}",
 }
+POOL_CLASSES = {"local": InterpreterPool, "processes": ProcessPool, "dask": ClusterPool}
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +65,7 @@ def kind(request: pytest.FixtureRequest, shell: InteractiveShell) -> str:
     """The notebook's pool, of this kind, for the tests of this kind."""
     shell.run_line_magic("parallel_pool", POOL_MAGICS[request.param])
     pool = current_pool()
-    assert isinstance(pool, ClusterPool) == (request.param == "dask")
+    assert type(pool) is POOL_CLASSES[request.param]
     assert pool.workers == 2
     return str(request.param)
 
@@ -214,12 +225,35 @@ def test_a_map_shows_its_progress_over_the_live_table(
     assert texts[-1].startswith("pooltasks.map_item: 4 of 4 items in"), texts[-1]
 
 
-def test_a_cell_importing_numpy_says_first_what_to_use_instead(run: Run) -> None:
+def test_what_workers_print_during_a_map_shows_under_worker_and_item(
+        kind: str, run: Run) -> None:
+    if kind == "dask":
+        pytest.skip("a cluster's workers do not relay what they print yet")
+    assert run("%%parallel\nimport sys\ndef chatty_everywhere(x):\n"
+               "    print('working on', x)\n"
+               "    print('warning', x, file=sys.stderr)\n    return x\n").error is None
+    ran = run("%parallel_map --chunksize 2 chatty_everywhere range(6)")
+    assert ran.error is None, ran.shown
+    blocks = re.findall(r"\[worker (\d), item (\d)\]\nworking on (\d)\n", ran.out)
+    assert sorted(int(item) for _, item, _ in blocks) == list(range(6)), ran.out
+    assert all(item == printed for _, item, printed in blocks), ran.out
+    assert {int(w) for w, _, _ in blocks} <= {0, 1}, ran.out
+    assert len(re.findall(r"\[worker \d, item \d\]\nwarning \d\n", ran.err)) == 6, ran.err
+
+
+def test_a_cell_importing_numpy_says_first_what_to_use_instead(kind: str, run: Run) -> None:
     pytest.importorskip("numpy")
+    if kind == "processes":
+        # What the fix is for: numpy loads in a worker process.
+        ran = run("%%parallel\nimport numpy\nprint(int(numpy.arange(4).sum()))\n")
+        assert ran.error is None, ran.shown
+        assert ran.out == "[workers 0-1]\n6\n", ran.shown
+        return
     ran = run("%%parallel\nimport numpy\n")
     assert isinstance(ran.error, ParallelCellError), ran.shown
     shown = [line for line in ran.shown.splitlines() if line.strip()]
     assert shown[0].startswith("numpy does not support subinterpreters"), ran.shown
+    assert shown[0].endswith("(in a notebook: %parallel_pool --processes)."), ran.shown
     assert ran.shown.count("does not support subinterpreters (") == 1, ran.shown
     ran = run("def uses_numpy(x):\n    import numpy\n    return x\n"
               "%parallel_map uses_numpy [1]")

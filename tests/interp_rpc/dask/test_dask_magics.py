@@ -360,7 +360,7 @@ def test_ctrl_c_in_a_parallel_cell_names_the_subinterpreters_still_running_it(
     ("local:", "--dask local:N needs a whole number of processes, not ''"),
     ("'local:-1'", "--dask local:N needs a whole number of processes, not '-1'"),
     ('""', "--dask needs a scheduler address such as tcp://host:8786"),
-    ("local --local", "--dask and --local name different pools"),
+    ("local --local", "--local and --dask name different pools"),
     ("tcp://127.0.0.1:1 -n 0", "-n/--workers must be at least 1, not 0"),
 ])
 def test_a_bad_dask_value_is_a_usage_error_and_the_pool_stays(

@@ -1,9 +1,12 @@
-"""Targets of the ProcessPool tests: what only a process can do to itself."""
+"""Targets of the ProcessPool tests: what only a process can do to itself, and
+what it prints."""
 
 from __future__ import annotations
 
 import ctypes
 import os
+import sys
+import threading
 import time
 
 
@@ -39,3 +42,28 @@ def column_sums(rows: int) -> list[float]:
     import numpy
 
     return [float(x) for x in numpy.arange(rows * 3, dtype=float).reshape(rows, 3).sum(axis=0)]
+
+
+def chatty(x: int) -> int:
+    print("item", x)
+    print("warning", x, file=sys.stderr)
+    return x
+
+
+def print_from_threads(threads: int, lines: int = 200) -> int:
+    """Print ``lines`` lines from each of ``threads`` threads at once."""
+    def chat(who: int) -> None:
+        for n in range(lines):
+            print(f"thread {who} line {n}")
+
+    started = [threading.Thread(target=chat, args=(who,)) for who in range(threads)]
+    for thread in started:
+        thread.start()
+    for thread in started:
+        thread.join()
+    return threads * lines
+
+
+def print_text(text: str) -> str:
+    print(text, end="")
+    return text
