@@ -57,6 +57,9 @@ _output_relay_module: ModuleType | None = None
 #: How relayed output leaves a worker process (set by process/child.py; see
 #: output_relay.Transport); None in a subinterpreter.
 output_transport: Any = None
+#: Where a worker process puts the large buffers of a result, to send them
+#: beside its pickle (set by process/child.py); None in a subinterpreter.
+result_out_of_band: Any = None  # a wire.OutOfBand
 
 
 def _output_relay(queue_id: int) -> Any:
@@ -466,7 +469,7 @@ def execute(request: memoryview, buffers: list[memoryview]) -> tuple[int, bytes,
         result = result[0], -1, wire.dumps(failures), *result[3:]
     finished = time.perf_counter_ns()
     try:
-        reply = wire.dumps_result(result)
+        reply = wire.dumps_result(result, result_out_of_band)
     except MemoryError as exc:  # the process is out of memory: no fault of the value
         return wire.RAISED, wire.dumps(wire.describe_exception(exc)), loaded - started, 0
     except Exception:

@@ -90,6 +90,33 @@ def dumps(value: object) -> bytes:
     return pickle.dumps(value, protocol=PROTOCOL)
 
 
+class OutOfBand:
+    """The buffer_callback of a pickle whose large buffers (``threshold``
+    bytes or more) go beside it rather than in it: a worker process sends
+    them as memory files (process/framing.py). Smaller ones stay in band."""
+
+    def __init__(self, threshold: int) -> None:
+        self.threshold = threshold
+        self.buffers: list[pickle.PickleBuffer] = []
+
+    def __call__(self, buffer: pickle.PickleBuffer) -> bool:
+        try:
+            size = buffer.raw().nbytes
+        except BufferError:  # not contiguous: pickled in band
+            return True
+        if size < self.threshold:
+            return True
+        self.buffers.append(buffer)
+        return False
+
+
+class WithBuffers(bytes):
+    """A pickle that came with its out-of-band buffers (a worker process's
+    result): loads() reads them with it."""
+
+    buffers: list[Any]
+
+
 class _ViewsAsBytes(pickle.Pickler):
     """Pickles memoryviews (which pickle refuses) as bytes."""
 
@@ -99,15 +126,20 @@ class _ViewsAsBytes(pickle.Pickler):
         return NotImplemented
 
 
-def dumps_result(value: object) -> bytes:
-    """A worker's return value as bytes. A memoryview in it (often a view of a
+def dumps_result(value: object, out_of_band: OutOfBand | None = None) -> bytes:
+    """A worker's return value as bytes (its large buffers into
+    ``out_of_band``, when given). A memoryview in it (often a view of a
     zero-copy argument, returned as is) crosses as bytes; the slower pickler
     that does this only runs when plain pickling failed."""
+    if out_of_band is not None:
+        out_of_band.buffers.clear()
     try:
-        return dumps(value)
+        return pickle.dumps(value, protocol=PROTOCOL, buffer_callback=out_of_band)
     except Exception:
+        if out_of_band is not None:
+            out_of_band.buffers.clear()  # the failed attempt's
         buffer = io.BytesIO()
-        _ViewsAsBytes(buffer, protocol=PROTOCOL).dump(value)
+        _ViewsAsBytes(buffer, protocol=PROTOCOL, buffer_callback=out_of_band).dump(value)
         return buffer.getvalue()
 
 
@@ -485,4 +517,6 @@ def refers_to(module: str, qualname: str | None) -> Check:
 
 
 def loads(data: bytes | memoryview, buffers: list[Any] | None = None) -> Any:
+    if buffers is None and type(data) is WithBuffers:
+        buffers = data.buffers
     return pickle.loads(data, buffers=buffers)

@@ -5,10 +5,12 @@ subinterpreter worker runs (``_worker/main.py``) by path, so a call runs
 here exactly as it would in a subinterpreter: same unpickling, target
 resolution, chunk loop and replies. Usage::
 
-    python3 child.py REQUESTS REPLIES LIFELINE
+    python3 child.py REQUESTS REPLIES LIFELINE FILES
 
-three inherited pipe ends: requests are read from REQUESTS and replies
-written to REPLIES (see framing.py); LIFELINE is a pipe whose other end
+four inherited descriptors: requests are read from the pipe REQUESTS and
+replies written to the pipe REPLIES (see framing.py), a result's large
+buffers beside its pickle; the socket FILES passes the memory files of
+large parts both ways; LIFELINE is a pipe whose other end
 only the pool holds. When the pool's process ends, however it ends (even
 SIGKILL), the pipe reports end-of-file and this process exits at once, so
 no worker outlives its pool.
@@ -19,6 +21,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import signal
+import socket
 import struct
 import sys
 import threading
@@ -59,7 +62,7 @@ def _watch_lifeline(fd: int) -> None:
         os._exit(ORPHANED_EXIT_CODE)
 
 
-def serve(requests: int, replies: int, lifeline: int) -> None:
+def serve(requests: int, replies: int, lifeline: int, files_fd: int) -> None:
     here = os.path.dirname(os.path.abspath(__file__))
     framing = _load(os.path.join(here, "framing.py"), "_interp_rpc_process_framing")
     # Calls see a fresh __main__, as in a subinterpreter, not this program's.
@@ -74,9 +77,11 @@ def serve(requests: int, replies: int, lifeline: int) -> None:
     # prints (a call may start threads): one message at a time.
     sending = threading.Lock()
 
-    def send(tag: int, parts: list[bytes | memoryview]) -> None:
+    files = socket.socket(fileno=files_fd)
+
+    def send(tag: int, parts: list[object]) -> None:
         with sending:
-            framing.send(replies, tag, parts)
+            framing.send(replies, files, tag, parts)
 
     def send_output(queue_id: int, item: int | None, stream: str, text: str) -> None:
         meta = OUTPUT_META.pack(queue_id, -1 if item is None else item,
@@ -84,8 +89,11 @@ def serve(requests: int, replies: int, lifeline: int) -> None:
         send(OUTPUT_TAG, [meta, text.encode("utf-8", "surrogatepass")])
 
     vars(worker)["output_transport"] = send_output  # see main.output_transport
+    out_of_band = worker.wire.OutOfBand(framing.SHARED_THRESHOLD)
+    vars(worker)["result_out_of_band"] = out_of_band
+    returned = worker.wire.RETURNED
     clock = time.monotonic_ns
-    receive = framing.Receiver(requests).receive
+    receive = framing.Receiver(requests, files).receive
     try:
         tag, parts = receive()
         started = clock()
@@ -98,8 +106,10 @@ def serve(requests: int, replies: int, lifeline: int) -> None:
                 memoryview(parts[0]), [memoryview(p) for p in parts[1:]])
             del parts
             meta = REPLY_META.pack(kind, deserialize_ns, result_ns, started, clock())
-            send(tag, [meta, reply])
+            buffers = out_of_band.buffers if kind == returned else []
+            send(tag, [meta, reply, *buffers])
             del reply
+            out_of_band.buffers.clear()  # the result itself can go now
     except (framing.ChannelClosed, BrokenPipeError):
         return  # the pool closed the pipe: it is done with this worker
 
@@ -108,7 +118,7 @@ if __name__ == "__main__":
     # Ctrl-C in a terminal reaches the whole process group: the pool, not
     # its workers, decides what an interrupt means.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    serve(*(int(fd) for fd in sys.argv[1:4]))
+    serve(*(int(fd) for fd in sys.argv[1:5]))
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)  # no wait for threads a call may have left running

@@ -30,6 +30,7 @@ from concurrent.interpreters._queues import QueueNotFoundError  # not re-exporte
 from typing import Any
 
 from interp_rpc._pool.engine import _core
+from interp_rpc._worker import wire
 from interp_rpc.process import framing
 from interp_rpc.process.child import (
     OUTPUT_META,
@@ -52,7 +53,17 @@ def _outcomes() -> dict[int, str]:
 
 
 _reader = threading.local()
-_Receive = Callable[[], tuple[int, list[bytes]]]
+_Receive = Callable[[], tuple[int, list[Any]]]
+
+
+def _with_buffers(parts: list[Any]) -> bytes:
+    """A reply's pickle (``parts[1]``), with the out-of-band buffers that
+    came after it, for wire.loads to read them with it."""
+    if len(parts) <= 2:
+        return bytes(parts[1])
+    reply = wire.WithBuffers(parts[1])
+    reply.buffers = parts[2:]
+    return reply
 
 
 def on_reader_thread() -> bool:
@@ -219,7 +230,7 @@ class ProcessEngine:
         """Read this worker's replies until its process ends; then account
         for its end, and start its replacement if the pool goes on."""
         _reader.on = True
-        receive = framing.Receiver(process.reply_fd).receive
+        receive = framing.Receiver(process.reply_fd, process.files).receive
         try:
             if self._read_setup(slot, process, receive):
                 self._read_replies(slot, process, receive)
@@ -232,7 +243,7 @@ class ProcessEngine:
             with self._lock:
                 self.reader_threads.discard(threading.current_thread())
 
-    def _receive(self, slot: _Slot, receive: _Receive) -> tuple[int, list[bytes]]:
+    def _receive(self, slot: _Slot, receive: _Receive) -> tuple[int, list[Any]]:
         """The worker's next reply; the output it relays meanwhile goes to
         the caller's queue."""
         while True:
@@ -241,7 +252,7 @@ class ProcessEngine:
                 return tag, parts
             self._relay_output(slot, parts)
 
-    def _relay_output(self, slot: _Slot, parts: list[bytes]) -> None:
+    def _relay_output(self, slot: _Slot, parts: list[Any]) -> None:
         """Put printed output into the caller's cross-interpreter queue,
         labelled with the worker's index (see ProcessPool.output_labels)."""
         queue_id, item, stream = OUTPUT_META.unpack(parts[0])
@@ -258,7 +269,7 @@ class ProcessEngine:
         kind = REPLY_META.unpack(parts[0])[0]
         ok = kind == 0
         slot.setup_report = {"index": slot.index, "ok": ok, "finished": True, "kind": kind,
-                             "reply": parts[1]}
+                             "reply": bytes(parts[1])}
         sends = None
         with self._lock:
             if not ok:
@@ -290,8 +301,8 @@ class ProcessEngine:
                 slot.calls_done += 1
                 slot.busy_ns_total += finished - started
                 slot.call, slot.state = None, "idle"
-                owned = self._finish_locked(handle, _core.STATUS_REPLIED, kind, parts[1],
-                                            slot.index)
+                owned = self._finish_locked(handle, _core.STATUS_REPLIED, kind,
+                                            _with_buffers(parts), slot.index)
                 following = self._assign_locked(slot)
                 if following is None and self._closing:
                     slot.state = "stopping"

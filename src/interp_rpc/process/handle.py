@@ -72,9 +72,12 @@ class ProcessCallHandle:
         return True
 
     def take(self) -> tuple[int, int, bytes, int]:
+        """The outcome, handed over: the handle lets go of the reply, whose
+        buffers may be mappings that the result alone should keep alive."""
         self.claim()
         self.release()
-        return self.status, self.reply_kind, self.reply, self.worker
+        reply, self.reply = self.reply, b""
+        return self.status, self.reply_kind, reply, self.worker
 
     @property
     def timing(self) -> dict[str, int]:

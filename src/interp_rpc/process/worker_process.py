@@ -3,7 +3,8 @@
 The process runs child.py. Three pipes join it to the pool: requests (the
 pool writes), replies (the pool's reader thread for this worker reads), and
 a lifeline that the worker watches so that it exits when the pool's process
-is gone.
+is gone. Beside them, a socket passes the memory files of large parts, both
+ways (see framing.py).
 """
 
 from __future__ import annotations
@@ -48,18 +49,21 @@ class WorkerProcess:
         request_read, self._request_fd = os.pipe()
         self.reply_fd, reply_write = os.pipe()
         lifeline_read, self._lifeline_fd = os.pipe()
+        self.files, files_end = framing.file_sockets()
+        ends = (request_read, reply_write, lifeline_read, files_end.fileno())
         try:
             self.process = subprocess.Popen(
-                [python_executable(), str(CHILD_PROGRAM), str(request_read), str(reply_write),
-                 str(lifeline_read)],
-                pass_fds=(request_read, reply_write, lifeline_read), stdin=subprocess.DEVNULL)
+                [python_executable(), str(CHILD_PROGRAM), *map(str, ends)],
+                pass_fds=ends, stdin=subprocess.DEVNULL)
         except BaseException:
             for fd in (self._request_fd, self.reply_fd, self._lifeline_fd):
                 os.close(fd)
+            self.files.close()
             raise
         finally:
             for fd in (request_read, reply_write, lifeline_read):
                 os.close(fd)
+            files_end.close()
         self.pid = self.process.pid
         self._send_lock = threading.Lock()
         self._request_open = True
@@ -74,7 +78,7 @@ class WorkerProcess:
             if not self._request_open:
                 return False
             try:
-                framing.send(self._request_fd, tag, parts)
+                framing.send(self._request_fd, self.files, tag, parts)
             except (BrokenPipeError, OSError):
                 return False
         return True
@@ -118,4 +122,5 @@ class WorkerProcess:
         self.finish_requests()
         for fd in (self.reply_fd, self._lifeline_fd):
             os.close(fd)
+        self.files.close()
         return f"worker {self.index} (pid {self.pid}) {exit_description(returncode)}"

@@ -67,3 +67,80 @@ def print_from_threads(threads: int, lines: int = 200) -> int:
 def print_text(text: str) -> str:
     print(text, end="")
     return text
+
+
+def echo(value: object) -> object:
+    return value
+
+
+def echo_info(value: object) -> tuple[str, bool, object]:
+    """What a worker received: its type's name, whether an array is
+    writeable (None: not an array), and the value."""
+    flags = getattr(value, "flags", None)
+    return type(value).__name__, None if flags is None else bool(flags.writeable), value
+
+
+#: What keep() and keep_new() hold, to show that values alias nothing across.
+_kept: list[object] = []
+
+
+def keep(value: object) -> None:
+    _kept[:] = [value]
+
+
+def kept() -> object:
+    return _kept[0]
+
+
+def keep_new(size: int) -> object:
+    """A new float64 array of ``size`` ones, kept here and returned."""
+    import numpy
+
+    _kept[:] = [numpy.ones(size)]
+    return _kept[0]
+
+
+def fill_kept(value: float) -> None:
+    _kept[0][...] = value  # type: ignore[index]
+
+
+def add_in_place(array: object, value: float) -> float:
+    """Change the argument in place (it must be writeable); its new sum."""
+    array += value  # type: ignore[operator]
+    return float(array.sum())  # type: ignore[attr-defined]
+
+
+def exit_holding(value: object, code: int) -> None:
+    os._exit(code)
+
+
+def memory_files() -> list[str]:
+    """This process's mappings and descriptors of framing's memory files."""
+    return memory_files_of(os.getpid())
+
+
+def memory_files_of(pid: int) -> list[str]:
+    """Process ``pid``'s mappings and descriptors of framing's memory files
+    (empty once it has ended)."""
+    found: list[str] = []
+    try:
+        with open(f"/proc/{pid}/maps") as maps:
+            found += [line.split(None, 5)[-1].strip() for line in maps
+                      if "interp-rpc-part" in line]
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except FileNotFoundError:
+                continue
+            if "interp-rpc-part" in target:
+                found.append(f"fd {fd}: {target}")
+    except (FileNotFoundError, ProcessLookupError):
+        return []
+    return found
+
+
+def memory_files_while_holding(value: object) -> list[str]:
+    """memory_files() while the argument is alive."""
+    held = memory_files()
+    del value
+    return held

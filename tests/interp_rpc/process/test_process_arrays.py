@@ -1,0 +1,224 @@
+"""NumPy arrays and bytes between the pool and its worker processes: any
+dtype, shape and memory order arrives equal, writable and owned by its
+receiver; large buffers cross as memory files that nothing outlives."""
+
+from __future__ import annotations
+
+import gc
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from process_support import SRC_PATHS, alive, dedent, wait_ended
+from processtasks import memory_files, memory_files_of
+from support import wait_until
+
+from interp_rpc import ProcessPool, WorkerDiedError
+from interp_rpc.process import framing
+
+numpy = pytest.importorskip("numpy")
+numpy_strategies = pytest.importorskip("hypothesis.extra.numpy")
+
+LARGE = framing.SHARED_THRESHOLD // 8 + 1  # float64 items: just past the threshold
+
+
+@pytest.fixture(scope="module")
+def pool() -> Iterator[ProcessPool]:
+    with ProcessPool(workers=2) as shared:
+        yield shared
+
+
+def same_array(got: Any, sent: Any) -> bool:
+    """Same type, dtype, shape and bits (so NaN payloads and -0.0 count) as
+    pickle gives in one process: what the pool promises is that crossing
+    changes nothing pickle keeps (NumPy's pickle drops the byte order of
+    datetime64 and timedelta64 dtypes, and so does every process pool)."""
+    expected = pickle.loads(pickle.dumps(sent, protocol=5))
+    if (type(got) is not numpy.ndarray or got.dtype != expected.dtype
+            or got.shape != expected.shape):
+        return False
+    if expected.dtype.hasobject:
+        return bool(got.tolist() == expected.tolist())
+    return bool(numpy.ascontiguousarray(got).tobytes()
+                == numpy.ascontiguousarray(expected).tobytes())
+
+
+DTYPES = (numpy_strategies.scalar_dtypes()
+          | numpy_strategies.array_dtypes(numpy_strategies.scalar_dtypes(), max_size=3)
+          | st.just(numpy.dtype(object)))
+
+
+@st.composite
+def arrays(draw: st.DrawFn) -> Any:
+    """Arrays of any dtype and shape (0-d and empty too), in C order, in
+    Fortran order, or a non-contiguous view."""
+    dtype = draw(DTYPES)
+    shape = draw(numpy_strategies.array_shapes(min_dims=0, max_dims=3, min_side=0,
+                                               max_side=4))
+    elements = st.integers() | st.text(max_size=3) | st.none() if dtype.hasobject else None
+    array = draw(numpy_strategies.arrays(dtype, shape, elements=elements))
+    layout = draw(st.sampled_from(["C", "F", "strided"]))
+    if layout == "F":
+        return numpy.asfortranarray(array)
+    if layout == "strided" and array.ndim:
+        return array[..., ::2]
+    return array
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(array=arrays())
+def test_any_array_crosses_both_ways_equal_and_writable(pool: ProcessPool, array: Any) -> None:
+    kind, writable, returned = pool.call("processtasks.echo_info", array)
+    assert kind == "ndarray" and writable
+    assert same_array(returned, array)
+    assert returned.flags.writeable
+    if array.flags.c_contiguous or array.flags.f_contiguous:
+        assert returned.flags.c_contiguous == array.flags.c_contiguous
+        assert returned.flags.f_contiguous == array.flags.f_contiguous
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(items=st.lists(arrays(), max_size=5))
+def test_arrays_as_map_items(pool: ProcessPool, items: list[Any]) -> None:
+    results = list(pool.map("processtasks.echo", items, chunksize=2))
+    assert len(results) == len(items)
+    assert all(same_array(got, sent) for got, sent in zip(results, items, strict=True))
+
+
+@pytest.mark.parametrize("array", [
+    numpy.arange(LARGE, dtype=numpy.float64),
+    numpy.asfortranarray(numpy.arange(4 * LARGE, dtype=numpy.int16).reshape(4, LARGE)),
+    numpy.arange(2 * LARGE, dtype=numpy.float64)[::2],
+    numpy.zeros(LARGE, dtype=[("x", "<f8"), ("n", "<i4")]),
+    numpy.full(LARGE // 64, "text", dtype=object),
+], ids=["float64", "fortran-int16", "strided", "record", "object"])
+def test_a_large_array_crosses_both_ways_as_it_was_sent(pool: ProcessPool, array: Any) -> None:
+    kind, writable, returned = pool.call("processtasks.echo_info", array)
+    assert kind == "ndarray" and writable
+    assert same_array(returned, array) and returned.flags.writeable
+
+
+def test_a_large_argument_is_the_workers_own_and_writable(make_process_pool: Any) -> None:
+    pool = make_process_pool(workers=1)  # one worker: keep and kept meet
+    array = numpy.ones(LARGE)
+    assert pool.call("processtasks.add_in_place", array, 2.0) == 3.0 * LARGE
+    assert float(array.sum()) == LARGE  # the worker changed its own copy
+    pool.call("processtasks.keep", array)
+    array[...] = 0  # the sender changes its array after the call
+    assert float(pool.call("processtasks.kept").sum()) == LARGE
+
+
+def test_a_large_result_is_the_callers_own_and_writable(make_process_pool: Any) -> None:
+    pool = make_process_pool(workers=1)  # one worker: keep_new and fill_kept meet
+    result = pool.call("processtasks.keep_new", LARGE)
+    pool.call("processtasks.fill_kept", 5.0)  # the worker changes the array it returned
+    assert float(result.sum()) == LARGE
+    result[0] = 7.0
+    assert float(pool.call("processtasks.kept").sum()) == 5.0 * LARGE
+
+
+def test_large_parts_cross_as_memory_files_and_none_outlives_its_value(
+        pool: ProcessPool) -> None:
+    held = pool.call("processtasks.memory_files_while_holding", numpy.ones(LARGE))
+    assert held and all("interp-rpc-part" in line for line in held)
+    result = pool.call("numpy.ones", LARGE)
+    assert memory_files()  # the result is a mapping of its memory file
+    del result
+    gc.collect()
+    assert memory_files() == []
+    for pid in pool.worker_pids():
+        assert memory_files_of(pid) == []
+
+
+@pytest.mark.parametrize("size", [0, 1, 64 * 1024, framing.SHARED_THRESHOLD - 1,
+                                  framing.SHARED_THRESHOLD, framing.SHARED_THRESHOLD + 1,
+                                  8 * framing.SHARED_THRESHOLD])
+@pytest.mark.parametrize("kind", [bytes, bytearray])
+def test_bytes_stay_bytes_at_every_size(pool: ProcessPool, size: int,
+                                        kind: type[bytes] | type[bytearray]) -> None:
+    value = kind(os.urandom(size))
+    received, _, returned = pool.call("processtasks.echo_info", value)
+    assert received == kind.__name__
+    assert type(returned) is kind and returned == value
+
+
+def test_a_worker_dying_with_a_large_argument_leaves_no_memory_file(
+        make_process_pool: Any) -> None:
+    pool = make_process_pool(workers=1)
+    with pytest.raises(WorkerDiedError, match="exited with code 4"):
+        pool.call("processtasks.exit_holding", numpy.ones(LARGE), 4)
+    assert memory_files() == []
+    assert pool.call("processtasks.memory_files") == []
+
+
+def shared_memory_names() -> set[str]:
+    return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
+
+
+def test_a_sigkilled_parent_leaves_no_memory_file(tmp_path: Path) -> None:
+    """Its workers hold large arguments, it holds a large result: after
+    SIGKILL no process maps a memory file of theirs, and no named segment
+    appeared."""
+    script = tmp_path / "holding.py"
+    script.write_text(dedent(f"""
+        import time, numpy
+        from interp_rpc import ProcessPool
+        if __name__ == "__main__":
+            pool = ProcessPool(workers=2)
+            held = pool.call("numpy.ones", {LARGE})
+            for _ in range(2):
+                pool.submit("processtasks.sleep_then", 600, numpy.ones({LARGE}))
+            print(*pool.worker_pids(), flush=True)
+            time.sleep(600)
+    """))
+    before = shared_memory_names()
+    env_path = ":".join([str(Path(__file__).parent), *SRC_PATHS])
+    parent = subprocess.Popen([sys.executable, str(script)], cwd=tmp_path, text=True,
+                              stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": env_path})
+    try:
+        assert parent.stdout is not None
+        pids = [int(p) for p in parent.stdout.readline().split()]
+        assert len(pids) == 2
+        wait_until(lambda: all(memory_files_of(p) for p in pids),
+                   what="both workers holding their large argument")
+        assert memory_files_of(parent.pid)  # the result it holds
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+        wait_ended(pids, "the workers of a SIGKILLed parent ending")
+    finally:
+        parent.kill()
+        parent.wait()
+    assert not any(alive(p) for p in pids)
+    assert shared_memory_names() == before
+
+
+def test_a_message_with_more_large_parts_than_one_send_passes_files(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past Linux's 253 descriptors per message, parts go through the pipe."""
+    monkeypatch.setattr(framing, "SHARED_THRESHOLD", 16)
+    parts = [bytes([n % 256]) * (16 + n) for n in range(300)]
+    read_end, write_end = os.pipe()
+    sending, receiving = framing.file_sockets()
+    try:
+        receiver = framing.Receiver(read_end, receiving)
+        writer = threading.Thread(target=framing.send, args=(write_end, sending, 9, parts))
+        writer.start()
+        tag, got = receiver.receive()
+        writer.join()
+    finally:
+        for fd in (read_end, write_end):
+            os.close(fd)
+        sending.close()
+        receiving.close()
+    assert tag == 9
+    assert [bytes(p) for p in got] == parts
+    assert sum(isinstance(p, memoryview) for p in got) == 253
