@@ -10,6 +10,7 @@ blur the times it is used to measure.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 
 def count_primes(limit: int) -> int:
@@ -61,3 +62,22 @@ def warm(seconds: float) -> int:
     """
     time.sleep(seconds)
     return count_primes(100)
+
+
+def array_nbytes(array: Any) -> int:
+    """A NumPy array's size: it crossed as an argument."""
+    return int(array.nbytes)
+
+
+def ones(items: int) -> Any:
+    """A new float64 array of ``items`` ones, to cross as a result."""
+    import numpy
+
+    return numpy.ones(items)
+
+
+def filled_bytes(size: int) -> bytes:
+    """``size`` bytes, every page written (as real data is; ``bytes(size)``
+    would be untouched zero pages, dear to read on this VM), to cross as a
+    result."""
+    return b"\xa5" * size

@@ -468,6 +468,12 @@ def execute(request: memoryview, buffers: list[memoryview]) -> tuple[int, bytes,
     if failures:  # collected: the chunk ran on past them (see MapRun)
         result = result[0], -1, wire.dumps(failures), *result[3:]
     finished = time.perf_counter_ns()
+    if result_out_of_band is not None:  # a worker process: large bytes beside the pickle
+        threshold = result_out_of_band.threshold
+        if mode == "call":
+            result = wire.bytes_apart(result, threshold)
+        else:
+            result = (wire.chunk_bytes_apart(result[0], threshold), *result[1:])
     try:
         reply = wire.dumps_result(result, result_out_of_band)
     except MemoryError as exc:  # the process is out of memory: no fault of the value

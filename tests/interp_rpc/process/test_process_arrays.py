@@ -222,3 +222,22 @@ def test_a_message_with_more_large_parts_than_one_send_passes_files(
     assert tag == 9
     assert [bytes(p) for p in got] == parts
     assert sum(isinstance(p, memoryview) for p in got) == 253
+
+
+@pytest.mark.parametrize("kind", [bytes, bytearray])
+def test_a_large_bytes_result_goes_beside_its_pickle(kind: type[bytes] | type[bytearray]) -> None:
+    """As a worker process pickles a result: the large bytes out of band
+    (pickled in band, 64 MiB costs pickle half a second), small ones in."""
+    from interp_rpc._worker import wire
+
+    large, small = kind(b"x" * framing.SHARED_THRESHOLD), kind(b"y" * 10)
+    for result, chunk in ((wire.bytes_apart(large, framing.SHARED_THRESHOLD), False),
+                          ((wire.chunk_bytes_apart([small, large], framing.SHARED_THRESHOLD),
+                            -1, None), True)):
+        out_of_band = wire.OutOfBand(framing.SHARED_THRESHOLD)
+        data = wire.dumps_result(result, out_of_band)
+        assert len(out_of_band.buffers) == 1 and len(data) < 1024
+        loaded = wire.loads(data, [b.raw() for b in out_of_band.buffers])
+        values = loaded[0] if chunk else [loaded]
+        assert [type(v) for v in values] == [kind] * len(values)
+        assert values[-1] == large and (not chunk or values[0] == small)
