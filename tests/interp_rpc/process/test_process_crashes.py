@@ -41,19 +41,42 @@ def test_sigkill_from_outside_names_the_signal(process_pool: ProcessPool) -> Non
     assert process_pool.call("processtasks.pid") != victim
 
 
-def test_many_crashes_in_a_row_each_fail_one_call(
+def _children() -> set[int]:
+    """The processes whose parent is this one and that have not ended."""
+    mine = str(os.getpid())
+    found = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    fields = stat.read().rsplit(")", 1)[1].split()
+            except OSError:  # ended while we looked
+                continue
+            if fields[1] == mine and fields[0] != "Z":
+                found.add(int(entry))
+    return found
+
+
+def test_a_hundred_crashes_in_a_row_each_fail_one_call_and_leave_nothing(
         make_process_pool: Callable[..., ProcessPool]) -> None:
+    before_children = _children()
+    before_shm = set(os.listdir("/dev/shm"))
     pool = make_process_pool(workers=2)
-    targets = ["processtasks.exit_with", "processtasks.segfault"] * 5
+    targets = ["processtasks.exit_with", "processtasks.segfault"] * 50
     futures = [pool.submit(t, 1) if t.endswith("exit_with") else pool.submit(t)
                for t in targets]
+    died = 0
     for future in futures:
-        with pytest.raises(WorkerDiedError):
-            future.result(timeout=60)
+        with pytest.raises(WorkerDiedError, match="exited with code 1|SIGSEGV"):
+            future.result(timeout=120)
+        died += 1
+    assert died == 100
     assert list(pool.map("processtasks.sleep_then", [0] * 4, [1, 2, 3, 4])) == [1, 2, 3, 4]
     pids = pool.worker_pids()
     pool.close()
     wait_ended(pids)
+    wait_until(lambda: _children() <= before_children, what="every replaced worker reaped")
+    assert set(os.listdir("/dev/shm")) <= before_shm
 
 
 def test_a_worker_that_dies_in_init_fails_the_pool() -> None:
