@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <utility>
 
 namespace interp_rpc::core {
 
@@ -157,9 +158,11 @@ live_rendering render_status(const status_view& view, double stuck_after_seconds
 }
 
 live_rendering render_live_view(const std::vector<worker_snapshot>& workers,
-                                const live_progress& progress, double stuck_after_seconds) {
+                                const live_progress& progress, double stuck_after_seconds,
+                                std::string note) {
   status_view view;
   view.progress = progress;
+  view.note = std::move(note);
   view.rows.reserve(workers.size());
   for (const auto& w : workers) {
     view.rows.push_back({w.index, to_string(w.state), w.target, w.item_index, w.busy_seconds,

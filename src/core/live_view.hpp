@@ -82,9 +82,10 @@ struct status_view {
 
 live_rendering render_status(const status_view& view, double stuck_after_seconds);
 
-// render_status of a status board's snapshot.
+// render_status of a status board's snapshot, with `note` under the table.
 live_rendering render_live_view(const std::vector<worker_snapshot>& workers,
-                                const live_progress& progress, double stuck_after_seconds);
+                                const live_progress& progress, double stuck_after_seconds,
+                                std::string note = {});
 
 // "idle", "busy", "stuck", "dead"...: the state a person should read.
 std::string displayed_state(const worker_snapshot& w, double stuck_after_seconds);

@@ -311,13 +311,15 @@ class engine {
 
   // The live status display, rendered from a snapshot (see core/live_view.hpp).
   py::tuple render_live(const std::string& target, std::int64_t total, std::int64_t items_at_start,
-                        std::int64_t started_ns, double stuck_after) const {
+                        std::int64_t started_ns, double stuck_after,
+                        std::string note) const {
     core::live_progress progress;
     progress.target = target;
     progress.total = total;
     progress.done = static_cast<std::int64_t>(m_pool->totals().items) - items_at_start;
     progress.elapsed_seconds = static_cast<double>(core::now_ns() - started_ns) * 1e-9;
-    const auto r = core::render_live_view(m_pool->status(), progress, stuck_after);
+    const auto r = core::render_live_view(m_pool->status(), progress, stuck_after,
+                                          std::move(note));
     return py::make_tuple(r.html, r.text);
   }
 
@@ -538,9 +540,9 @@ PYBIND11_MODULE(_core, m) {
            "Raise SystemExit in the calls these workers run (used at interpreter exit).")
       .def("render_live", &engine::render_live, py::arg("target"), py::arg("total"),
            py::arg("items_at_start"), py::arg("started_ns"),
-           py::arg("stuck_after") = core::default_stuck_after_seconds,
+           py::arg("stuck_after") = core::default_stuck_after_seconds, py::arg("note") = "",
            "(html, text) of the live status display; progress counts items finished since "
-           "items_at_start.")
+           "items_at_start; `note` is a line under the table.")
       .def("map_item_counter", &engine::map_item_counter, py::arg("after_seq"),
            py::arg("first_call_id"),
            "Counts the items of one map done: of replied chunks logged after after_seq "

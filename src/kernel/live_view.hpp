@@ -33,6 +33,7 @@ struct live_view_options {
   double stuck_after_seconds = core::default_stuck_after_seconds;
   double refresh_seconds = 0.25;
   std::optional<double> duration_seconds;  // none: until stop()
+  std::string ended_note;  // under the last table, published when the duration ends
 };
 
 class live_view {
@@ -45,9 +46,13 @@ class live_view {
   // Stops publishing (idempotent); returns how many updates were published.
   std::uint64_t stop();
 
+  // Whether the view ended on its own, its duration over, and published
+  // its last table with the ended note.
+  bool ended();
+
  private:
   void run(xeus::xrequest_context parent);
-  void publish();
+  void publish(std::string note = {});
 
   const core::live_feed m_feed;
   const live_view_options m_options;
@@ -55,6 +60,7 @@ class live_view {
   std::mutex m_mutex;
   std::condition_variable m_wake;
   bool m_stop = false;
+  bool m_ended = false;
   std::uint64_t m_updates = 0;
   std::thread m_thread;
 };

@@ -49,6 +49,15 @@ TEST_CASE("without a map there is no progress bar") {
   CHECK(r.text.rfind("worker", 0) == 0);
 }
 
+TEST_CASE("a note goes under the table, escaped in the HTML") {
+  const auto r = render_live_view({worker(0, worker_state::idle, 0)}, live_progress{}, 10.0,
+                                  "Not updated <any> more");
+  const auto table_end = r.text.find("idle");
+  CHECK(r.text.find("Not updated <any> more\n") > table_end);
+  CHECK(r.html.find("Not updated &lt;any&gt; more") != std::string::npos);
+  CHECK(render_live_view({}, live_progress{}, 10.0).text.find("Not updated") == std::string::npos);
+}
+
 TEST_CASE("progress shows the rate and, while items remain, the ETA") {
   const live_progress halfway{"f", 10, 20, 2.0};
   const auto r = render_live_view({}, halfway, 10.0);

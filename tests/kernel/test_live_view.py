@@ -95,6 +95,32 @@ def test_a_watch_updates_after_its_cell_until_replaced_or_stopped(kernel: Kernel
     assert updates_of(window.others, second) == 0
 
 
+def texts_of_updates(messages: list[Message], parent: str) -> list[str]:
+    return [m["content"]["data"]["text/plain"] for m in messages
+            if m["msg_type"] == "update_display_data"
+            and m["parent_header"].get("msg_id") == parent]
+
+
+def test_a_watch_says_when_its_table_is_not_updated_any_more(kernel: Kernel) -> None:
+    # Published by the kernel's C++ view when its seconds run out, and by
+    # the notebook's view when stopped: the table must not look live.
+    ended = kernel.send("%parallel_status --watch 1")
+    assert kernel.collect(ended, timeout=60).status == "ok"
+    window = kernel.execute("import time; time.sleep(2.5)")
+    texts = texts_of_updates(window.others, ended)
+    assert texts and "Not updated any more (watched for 1 s)" in texts[-1], texts
+    assert all("Not updated any more" not in t for t in texts[:-1]), texts
+
+    stopped = kernel.send("%parallel_status --watch 120")
+    assert kernel.collect(stopped, timeout=60).status == "ok"
+    stop = kernel.send("%parallel_status --stop")
+    stopping = kernel.collect(stop, timeout=60)
+    assert stopping.status == "ok"
+    # The last table goes out from the cell that stopped the watch.
+    texts = texts_of_updates(stopping.outputs, stop)
+    assert texts and "Not updated any more (stopped)" in texts[-1], texts
+
+
 def test_shutdown_with_a_watch_running_is_clean(kernel: Kernel) -> None:
     watch = kernel.send("%parallel_status --watch 120")
     assert kernel.collect(watch, timeout=60).status == "ok"

@@ -141,17 +141,17 @@ class InterpreterPool(EnginePool["_core.CallHandle"]):
         return (records[-1].seq if records else 0), int(self._engine.last_call_id) + 1
 
     def render_status(self, target: str = "", total: int = 0, baseline: int = 0,
-                      started_ns: int = 0, stuck_after: float | None = None
-                      ) -> tuple[str, str]:
+                      started_ns: int = 0, stuck_after: float | None = None,
+                      note: str = "") -> tuple[str, str]:
         """The status table (HTML, text) as the engine draws it, with a
         progress line for a run of ``total`` items of ``target`` begun at
         ``started_ns``: its items done are the pool's minus ``baseline``. A
         worker busy for ``stuck_after`` seconds (None: the engine's default)
-        is "stuck"."""
+        is "stuck". ``note``: a line under the table."""
         if stuck_after is None:
             stuck_after = _core.DEFAULT_STUCK_AFTER
         html_text, text = self._engine.render_live(target, total, baseline, started_ns,
-                                                   stuck_after)
+                                                   stuck_after, note)
         return str(html_text), str(text)
 
     def map_item_counter(self, since: tuple[int, int]) -> _core.MapItemCounter:

@@ -48,6 +48,12 @@ _WIDGET_STYLE = (
 _widget_style_shown = False
 
 
+def ended_note(why: str) -> str:
+    """The line under a status table that is not updated any more, and why
+    ("stopped", "watched for 60 s"): for every kind of pool."""
+    return f"Not updated any more ({why}): run %parallel_status again to refresh it."
+
+
 def in_terminal() -> bool:
     """Terminal IPython (no kernel): displays cannot be updated in place."""
     from IPython.core.getipython import get_ipython
@@ -138,9 +144,10 @@ class LiveView:
         self._started = False
         self._terminal = False
         self._last_frame: dict[str, str] | None = None
+        self._ended = False  # a watch whose duration ran out, its last table shown
         self.updates = 0
 
-    def render(self) -> dict[str, str]:
+    def render(self, note: str = "") -> dict[str, str]:
         # With a widget bar, the HTML leaves its own bar out.
         total = 0 if self._bar is not None else self._total
         # The engine counts done items as the pool's total minus a baseline:
@@ -148,8 +155,11 @@ class LiveView:
         baseline = (self._items_at_start if self._since is None
                     else self._pool.stats().items - self.done())
         html_text, text = self._pool.render_status(
-            self._target, total, baseline, self._started_ns, self._stuck_after)
+            self._target, total, baseline, self._started_ns, self._stuck_after, note)
         return {"text/html": html_text, "text/plain": text}
+
+    def _duration_note(self) -> str:
+        return "" if self._duration is None else ended_note(f"watched for {self._duration:g} s")
 
     def _progress_line(self) -> str:
         """The map's progress as the engine words it ("3/8 items (38%), 1.20 s,
@@ -197,7 +207,7 @@ class LiveView:
             self._kernel_view = kernel.start_live_view(
                 self._pool.live_feed(), self._display_id, self._target, self._total,
                 after_seq, first_id, self._started_ns, self._stuck_after, self._refresh,
-                self._duration)
+                self._duration, self._duration_note())
             return
         self._thread = cell_thread(self._run, "interp-rpc live view")
         self._thread.start()
@@ -205,9 +215,11 @@ class LiveView:
     def _run(self) -> None:
         deadline = None if self._duration is None else monotonic_ns() + self._duration * 1e9
         while not self._stop.wait(self._refresh):
-            self._publish()
             if deadline is not None and monotonic_ns() >= deadline:
+                self._publish(self.render(self._duration_note()))
+                self._ended = True
                 return
+            self._publish()
 
     def _publish(self, frame: dict[str, str] | None = None) -> None:
         """Update the display, unless the frame is the one already shown."""
@@ -238,7 +250,10 @@ class LiveView:
             self._thread.join()
         if self._kernel_view is not None:
             self.updates += int(self._kernel_view.stop())
-        final = self.render()
+            self._ended = bool(self._kernel_view.ended)
+        if self._ended:
+            return  # the watch ran its course and showed its last table then
+        final = self.render(ended_note("stopped") if self._duration is not None else "")
         if self._total:
             seconds = (monotonic_ns() - self._started_ns) / 1e9
             final = summary(self._target, self.done() if done is None else done, self._total,

@@ -180,8 +180,7 @@ class StatusWatch:
         if statuses is not None and (notes or ended):
             notes.append(f"The table is from {age:.1f} s ago.")
         if ended:
-            notes.append(f"Not updated any more ({ended}): run %parallel_status again "
-                         "to refresh it.")
+            notes.append(live.ended_note(ended))
         note = " ".join(notes)
         if statuses is None:
             note = ("No answer from the pool yet. " if error is None else "") + note

@@ -6,6 +6,8 @@ numpy loading in processes, the test says so)."""
 
 from __future__ import annotations
 
+import json
+import pstats
 import re
 import threading
 from collections.abc import Iterator
@@ -262,3 +264,50 @@ def test_a_cell_importing_numpy_says_first_what_to_use_instead(kind: str, run: R
     shown = [line for line in ran.shown.splitlines()
              if line.strip() and not line.startswith("__main__.uses_numpy: ")]
     assert shown[0].startswith("numpy does not support subinterpreters"), ran.shown
+
+
+def test_profile_exports_a_chrome_trace_and_pstats_and_shows_functions(
+        run: Run, tmp_path: Path) -> None:
+    ran = run("%parallel_map --profile --chunksize 3 pooltasks.square range(12)")
+    assert ran.error is None, ran.shown
+    ran = run("%parallel_profile --functions")
+    assert ran.error is None, ran.shown
+    assert "square" in ran.out, ran.out  # the merged function profile, as %prun lists it
+    trace = tmp_path / "trace.json"
+    ran = run(f"%parallel_profile --export {str(trace)!r}")
+    assert ran.error is None, ran.shown
+    events = json.loads(trace.read_text())["traceEvents"]
+    assert sum(1 for e in events if e["ph"] == "X" and e["cat"] == "item") == 12
+    stats_path = tmp_path / "run.pstats"
+    assert run(f"%parallel_profile --export {str(stats_path)!r}").error is None
+    stats = pstats.Stats(str(stats_path))
+    assert any(name == "square" for _, _, name in stats.stats), sorted(stats.stats)[:5]
+
+
+def test_a_watch_ends_after_its_seconds_and_stop_ends_it_sooner(
+        run: Run, frontend: list[Shown]) -> None:
+    assert run("%parallel_status --watch 1").error is None
+    display_id = next(s.display_id for s in frontend if not s.update and s.display_id)
+    assert display_id is not None
+    wait_until(lambda: any("Not updated any more (watched for 1 s)" in t
+                           for t in updates_of(frontend, display_id)),
+               CLUSTER_LIMIT, "the one-second watch to end")
+    assert updates_of(frontend, display_id)[-1].count("idle") == 2
+    frontend.clear()
+    assert run("%parallel_status --watch 600").error is None
+    display_id = next(s.display_id for s in frontend if not s.update and s.display_id)
+    assert display_id is not None
+    assert run("%parallel_status --stop").error is None
+    wait_until(lambda: any("Not updated any more (stopped)" in t
+                           for t in updates_of(frontend, display_id)),
+               CLUSTER_LIMIT, "the stopped watch to say so")
+
+
+def test_a_cell_past_its_timeout_stops_the_wait_and_names_the_workers(run: Run) -> None:
+    ran = run("%%parallel --timeout 0.5\nimport time\ntime.sleep(3)\n")
+    assert isinstance(ran.error, ParallelCellError), ran.shown
+    assert sorted(ran.error.errors) == [0, 1], ran.shown
+    assert all(isinstance(e, CallTimeoutError) for e in ran.error.errors.values()), ran.shown
+    # The workers finish the cell on their own, then serve again.
+    wait_until(lambda: run("%parallel print('back')").out == "[workers 0-1]\nback\n",
+               CLUSTER_LIMIT, "both workers to serve again")
