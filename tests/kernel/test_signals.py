@@ -101,7 +101,7 @@ def test_interrupting_os_system_ends_its_child(each_kernel: Kernel) -> None:
         # ipykernel's SIGINT is ignored by glibc's system() in the kernel
         # while it waits: os.system returns the child's status and the cell
         # goes on.
-        assert execution.status == "ok", execution.reply
+        assert execution.status == "ok", execution.reply["content"]
         assert execution.stream().startswith("after ")
 
 
@@ -134,7 +134,7 @@ def test_a_child_ends_on_send_signal_sigint(each_kernel: Kernel) -> None:
         "print(out.strip(), child.returncode)\n"
     )
     execution = each_kernel.execute(code, timeout=ENDS_WITHIN_SECONDS + 30)
-    assert execution.status == "ok", execution.reply
+    assert execution.status == "ok", execution.reply["content"]
     assert execution.stream() == "child interrupted 0\n"
 
 
@@ -174,7 +174,7 @@ SPAWNERS = {
 @pytest.mark.parametrize("spawner", SPAWNERS)
 def test_children_start_with_sigint_unblocked(each_shared_kernel: Kernel, spawner: str) -> None:
     execution = each_shared_kernel.execute(SPAWNERS[spawner])
-    assert execution.status == "ok", execution.reply
+    assert execution.status == "ok", execution.reply["content"]
     label, mask = execution.stream().split()
     assert label == "SigBlk:"
     assert int(mask, 16) & SIGINT_BIT == 0, f"SIGINT blocked in the child: {mask}"
@@ -191,7 +191,7 @@ def test_threads_a_cell_starts_have_sigint_unblocked(each_shared_kernel: Kernel)
         "print(seen, sigint_blocked())\n"
     )
     execution = each_shared_kernel.execute(code)
-    assert execution.status == "ok", execution.reply
+    assert execution.status == "ok", execution.reply["content"]
     assert execution.stream() == "[False] False\n"
 
 
@@ -261,7 +261,7 @@ def test_a_caught_sigint_raises_once(each_shared_kernel: Kernel) -> None:
         "print('caught', caught)\n"
     )
     execution = each_shared_kernel.execute(code)
-    assert execution.status == "ok", execution.reply
+    assert execution.status == "ok", execution.reply["content"]
     assert execution.stream() == "caught 1\n"
 
 
@@ -277,7 +277,7 @@ def test_the_users_sigint_handler_runs(each_shared_kernel: Kernel) -> None:
         "print(seen, previous is signal.default_int_handler)\n"
     )
     execution = each_shared_kernel.execute(code)
-    assert execution.status == "ok", execution.reply
+    assert execution.status == "ok", execution.reply["content"]
     assert execution.stream() == f"[{int(signal.SIGINT)}] True\n"
     after = each_shared_kernel.execute(
         "try:\n"
@@ -325,7 +325,7 @@ def test_a_users_sigint_handler_lasts_for_its_cell(
     execution = each_shared_kernel.execute(
         f"import os, signal, time\nsignal.signal(signal.SIGINT, {handler})\n"
     )
-    assert execution.status == "ok", execution.reply
+    assert execution.status == "ok", execution.reply["content"]
     after = each_shared_kernel.execute(
         "print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)\n"
         "os.kill(os.getpid(), signal.SIGINT)\n"
@@ -354,7 +354,7 @@ def test_children_get_ipykernels_environment(name: str) -> None:
     kernel = start_kernel(name, env=env)
     try:
         execution = kernel.execute("!env")
-        assert execution.status == "ok", execution.reply
+        assert execution.status == "ok", execution.reply["content"]
         seen = dict(
             line.split("=", 1)
             for line in execution.stream().splitlines()
