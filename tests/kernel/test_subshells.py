@@ -447,3 +447,26 @@ def test_shutdown_with_a_busy_subshell_does_not_hang() -> None:
         assert took < 5, f"the shutdown took {took:.1f} s"
     finally:
         stop_kernel(kernel)
+
+
+def test_restart_with_a_busy_subshell_does_not_hang() -> None:
+    kernel = start_kernel()
+    try:
+        traffic = Traffic(kernel)
+        subshell = create_subshell(kernel)
+        running = traffic.execute("import time; time.sleep(600)", subshell)
+        traffic.busy(running)
+        provisioner = kernel.manager.provisioner
+        assert provisioner is not None
+        process = provisioner.process  # type: ignore[attr-defined]
+        started = time.monotonic()
+        kernel.manager.restart_kernel(now=False)
+        took = time.monotonic() - started
+        assert process.returncode == 0
+        assert took < 10, f"the restart took {took:.1f} s"
+        # The new kernel has no subshells, and runs cells.
+        kernel.client.wait_for_ready(timeout=60)
+        assert list_subshells(kernel) == []
+        assert kernel.execute("6 * 7").status == "ok"
+    finally:
+        stop_kernel(kernel)
