@@ -188,15 +188,19 @@ void shell_protocol::handle_execute(xeus::xmessage request) {
 }
 
 void shell_protocol::abort_queued_executes() {
-  const auto abort_execute = [this](xeus::xmessage request) {
+  const bool on_main = std::this_thread::get_id() == m_main_thread;
+  const auto abort_execute = [this, on_main](xeus::xmessage request) {
     if (message_type(request) == "execute_request") {
       m_interpreter.begin_request(request);
       abort(request);
-    } else {
+    } else if (on_main) {
       handle(std::move(request));
+    } else {
+      // With its own output parent, not the failed request's.
+      handle_in_subshell(std::move(request));
     }
   };
-  if (std::this_thread::get_id() != m_main_thread) {
+  if (!on_main) {
     m_subshells.take_queued(abort_execute);
     return;
   }

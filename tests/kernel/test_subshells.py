@@ -302,6 +302,47 @@ def test_stop_on_error_aborts_only_that_subshells_queue(traffic: Traffic) -> Non
     assert result_of(traffic.done(after)) == "'after the abort'"
 
 
+PRINTING_TARGET = """
+import comm
+
+def printing_target(c, open_msg):
+    c.on_msg(lambda msg: print("handled", msg["content"]["data"]["n"]))
+
+comm.get_comm_manager().register_target("subshell_printer", printing_target)
+"""
+
+
+def test_a_comm_message_queued_behind_a_failing_cell_keeps_its_own_output(
+    traffic: Traffic,
+) -> None:
+    """stop_on_error aborts the queued execute requests only: a comm message
+    queued behind them is handled, and what its handler prints belongs to
+    it, not to the cell that failed."""
+    kernel = traffic.kernel
+    subshell = create_subshell(kernel)
+    traffic.done(traffic.execute(PRINTING_TARGET))
+
+    def to_subshell(msg_type: str, content: dict[str, Any]) -> str:
+        msg = kernel.client.session.msg(msg_type, content)
+        msg["header"]["subshell_id"] = subshell
+        kernel.client.shell_channel.send(msg)
+        msg_id: str = msg["header"]["msg_id"]
+        return msg_id
+
+    to_subshell("comm_open", {"comm_id": "printer-1", "target_name": "subshell_printer",
+                              "data": {}})
+    failing = traffic.execute("import time; time.sleep(0.5); 1 / 0", subshell)
+    queued = to_subshell("comm_msg", {"comm_id": "printer-1", "data": {"n": 1}})
+    failed = traffic.done(failing)
+    assert traffic.replies[failing.msg_id]["content"]["status"] == "error"
+    deadline = time.monotonic() + 30
+    while "handled 1\n" not in text_of(traffic.iopub.get(queued, [])):
+        assert time.monotonic() < deadline, (
+            f"no output for the comm message; the failed cell's: {text_of(failed)!r}")
+        traffic.pump(0.02)
+    assert "handled" not in text_of(failed)
+
+
 def test_an_interrupt_ends_the_main_cell_not_the_subshells(traffic: Traffic) -> None:
     subshell = create_subshell(traffic.kernel)
     main = traffic.execute("import time; time.sleep(30)")
