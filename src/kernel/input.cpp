@@ -4,6 +4,7 @@
 #include <string>
 
 #include "kernel/interpreter.hpp"
+#include "kernel/subshells.hpp"
 
 namespace py = pybind11;
 using namespace pybind11::literals;
@@ -33,6 +34,10 @@ py::str ask_frontend(interpreter& owner, bool allow_stdin, const py::object& pro
     PyErr_SetString(error.ptr(),
                     "input was called, but this frontend does not support input requests.");
     throw py::error_already_set();
+  }
+  if (subshells::current()) {
+    throw py::value_error("input() is not available in a subshell: the stdin channel "
+                          "belongs to the main shell");
   }
   if (!owner.on_main_thread()) {
     throw py::value_error("input() is only available to the code of the cell itself, "

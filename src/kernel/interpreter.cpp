@@ -40,6 +40,42 @@ nl::json error_reply(const py::error_already_set& e) {
   return xeus::create_error_reply(type_name(e.type()), to_utf8(py::str(e.value())));
 }
 
+// The traceback of the last error IPython showed on this thread: the main
+// shell and each subshell run cells at once.
+thread_local std::vector<std::string> t_last_traceback;
+
+// The request a subshell's thread handles, as a whole message (get_parent()).
+thread_local nl::json t_subshell_request;
+
+// The error that ended a cell, if run_cell says it failed.
+std::optional<python_error> cell_error(const py::object& result) {
+  py::object exception = result.attr("error_before_exec");
+  if (exception.is_none()) {
+    exception = result.attr("error_in_exec");
+  }
+  if (exception.is_none()) {
+    return std::nullopt;
+  }
+  return python_error{type_name(py::type::handle_of(exception)), to_utf8(py::str(exception)),
+                      t_last_traceback};
+}
+
+// The execute reply of a cell that has run, with IPython's payload.
+nl::json cell_reply(const py::object& shell, const std::optional<python_error>& error,
+                    const nl::json& user_expressions) {
+  const py::object payload_manager = shell.attr("payload_manager");
+  const nl::json payload = to_message_json(payload_manager.attr("read_payload")(), "payload");
+  payload_manager.attr("clear_payload")();
+  if (error) {
+    nl::json reply = xeus::create_error_reply(error->ename, error->evalue, error->traceback);
+    reply["payload"] = payload;
+    reply["user_expressions"] = nl::json::object();
+    return reply;
+  }
+  const py::object results = shell.attr("user_expressions")(pyjson::from_json(user_expressions));
+  return xeus::create_successful_reply(payload, to_message_json(results, "user_expressions"));
+}
+
 }  // namespace
 
 interpreter::interpreter(std::string connection_file)
@@ -69,6 +105,9 @@ void interpreter::execute_request_impl(send_reply_callback cb, int,
 
 nl::json interpreter::execute(const std::string& code, const xeus::execute_request_config& config,
                               const nl::json& user_expressions) {
+  if (!on_main_thread()) {
+    return execute_in_subshell(code, config, user_expressions);
+  }
   try {
     shell();
   } catch (py::error_already_set& e) {
@@ -87,7 +126,7 @@ nl::json interpreter::execute(const std::string& code, const xeus::execute_reque
     return xeus::create_error_reply(ename, evalue, traceback);
   }
   m_comms.collect_closed();
-  m_last_traceback.clear();
+  t_last_traceback.clear();
   // As ipykernel: the cell failed if run_cell says so, whatever it showed (a
   // cell may show a traceback it handled, as ipywidgets' Output and %tb do).
   std::optional<python_error> error;
@@ -98,37 +137,52 @@ nl::json interpreter::execute(const std::string& code, const xeus::execute_reque
     if (!m_cell_id.empty()) {
       options["cell_id"] = m_cell_id;
     }
-    const py::object result = m_event_loop.attr("run_cell")(m_shell, code, **options);
-    py::object exception = result.attr("error_before_exec");
-    if (exception.is_none()) {
-      exception = result.attr("error_in_exec");
-    }
-    if (!exception.is_none()) {
-      error = python_error{type_name(py::type::handle_of(exception)),
-                           to_utf8(py::str(exception)), m_last_traceback};
-    }
+    error = cell_error(m_event_loop.attr("run_cell")(m_shell, code, **options));
   } catch (py::error_already_set& e) {
     // IPython itself failed (or was interrupted outside the user's code).
     report(e);
     error = python_error{type_name(e.type()), to_utf8(py::str(e.value())),
-                         m_last_traceback};
+                         t_last_traceback};
   }
   p_sigint_relay->restore();
   m_execution_count = m_shell.attr("execution_count").cast<int>();
   flush_streams();
+  return cell_reply(m_shell, error, user_expressions);
+}
 
-  const py::object payload_manager = m_shell.attr("payload_manager");
-  const nl::json payload = to_message_json(payload_manager.attr("read_payload")(), "payload");
-  payload_manager.attr("clear_payload")();
-  if (error) {
-    nl::json reply = xeus::create_error_reply(error->ename, error->evalue, error->traceback);
-    reply["payload"] = payload;
-    reply["user_expressions"] = nl::json::object();
-    return reply;
+nl::json interpreter::execute_in_subshell(const std::string& code,
+                                          const xeus::execute_request_config& config,
+                                          const nl::json& user_expressions) {
+  if (!m_shell_started) {
+    // The main thread could not start IPython (an interrupt, a stop, or
+    // IPython failing): shown, as the main shell shows it.
+    const std::string evalue = "the kernel's IPython shell has not started";
+    const std::vector<std::string> traceback{"RuntimeError: " + evalue};
+    publish_execution_error("RuntimeError", evalue, traceback);
+    return xeus::create_error_reply("RuntimeError", evalue, traceback);
   }
-  const py::object results =
-      m_shell.attr("user_expressions")(pyjson::from_json(user_expressions));
-  return xeus::create_successful_reply(payload, to_message_json(results, "user_expressions"));
+  t_last_traceback.clear();
+  // As ipykernel: no interrupt reaches a subshell (signals go to the main
+  // thread), nor does stdin.
+  std::optional<python_error> error;
+  try {
+    py::dict options("store_history"_a = config.store_history, "silent"_a = config.silent);
+    const nl::json metadata = t_subshell_request.is_object()
+                                  ? t_subshell_request.value("metadata", nl::json::object())
+                                  : nl::json::object();
+    const auto cell_id = metadata.find("cellId");
+    if (cell_id != metadata.end() && cell_id->is_string()) {
+      options["cell_id"] = cell_id->get<std::string>();
+    }
+    error = cell_error(py::module_::import("interp_rpc_kernel.subshell_loop")
+                           .attr("run_cell")(m_shell, code, **options));
+  } catch (py::error_already_set& e) {
+    report(e);
+    error = python_error{type_name(e.type()), to_utf8(py::str(e.value())), t_last_traceback};
+  }
+  m_execution_count = m_shell.attr("execution_count").cast<int>();
+  flush_streams();
+  return cell_reply(m_shell, error, user_expressions);
 }
 
 bool interpreter::wait_while_idle(std::span<const int> fds) {
@@ -153,13 +207,13 @@ bool interpreter::wait_while_idle(std::span<const int> fds) {
 void interpreter::show_traceback(const py::handle& etype, const py::handle& evalue,
                                  const py::handle& traceback) {
   flush_streams();
-  m_last_traceback.clear();
+  t_last_traceback.clear();
   for (const py::handle line : traceback) {
-    m_last_traceback.push_back(to_utf8(py::str(line)));
+    t_last_traceback.push_back(to_utf8(py::str(line)));
   }
   // Also for a silent request, as ipykernel: silent means no execute_input,
   // no result and no history, not a hidden error.
-  publish_execution_error(type_name(etype), to_utf8(py::str(evalue)), m_last_traceback);
+  publish_execution_error(type_name(etype), to_utf8(py::str(evalue)), t_last_traceback);
 }
 
 void interpreter::report(py::error_already_set& error) {
@@ -230,6 +284,7 @@ nl::json interpreter::kernel_info_request_impl() {
       "ipython3", nl::json{{"name", "ipython"}, {"version", 3}}, "python", m_banner, help_links);
   // No debugger: debugpy stalls kernels on Python 3.13+ (xeus-python #665).
   reply["debugger"] = false;
+  reply["supported_features"] = nl::json::array({"kernel subshells"});
   return reply;
 }
 
@@ -262,6 +317,10 @@ void interpreter::begin_request(const xeus::xmessage& request) {
                       {"metadata", metadata},
                       {"content", field(request.content())},
                       {"buffers", nl::json::array()}};
+  if (!on_main_thread()) {
+    t_subshell_request = std::move(message);
+    return;
+  }
   m_parent.exchange_main(xeus::xrequest_context(header, request.identities()));
   if (!m_sigint_unblocked) {
     // The server's threads run by now, with SIGINT blocked; the main thread
@@ -299,7 +358,11 @@ nl::json interpreter::publish_iopub(const std::string& msg_type, nl::json parent
 
 void interpreter::dispatch_comm_request(const std::function<void()>& dispatch) {
   py::gil_scoped_acquire gil;
-  if (m_event_loop) {
+  if (!on_main_thread()) {
+    // A subshell's comm request: on that subshell's own loop.
+    py::module_::import("interp_rpc_kernel.subshell_loop")
+        .attr("call_on_loop")(py::cpp_function(dispatch));
+  } else if (m_event_loop) {
     // On the running loop, as ipykernel runs its handlers: a widget's
     // callback may start a task, or look for the loop.
     m_event_loop.attr("call_on_loop")(py::cpp_function(dispatch));
@@ -312,6 +375,9 @@ void interpreter::dispatch_comm_request(const std::function<void()>& dispatch) {
 nl::json interpreter::parent_message() const {
   if (on_main_thread()) {
     return m_request_message;
+  }
+  if (!t_subshell_request.is_null()) {
+    return t_subshell_request;
   }
   std::lock_guard lock(m_execute_message_mutex);
   return m_execute_message;
@@ -340,7 +406,11 @@ py::object interpreter::io_loop() const {
 }
 
 void interpreter::set_request_context(xeus::xrequest_context context) {
-  m_parent.set_execute_request(std::move(context));
+  // A subshell's execute request: its thread's output is pinned to it
+  // already, and the main shell's threads keep theirs.
+  if (on_main_thread()) {
+    m_parent.set_execute_request(std::move(context));
+  }
 }
 
 const xeus::xrequest_context& interpreter::get_request_context() const noexcept {

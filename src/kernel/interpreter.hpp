@@ -60,8 +60,9 @@ class interpreter final : public xeus::xinterpreter {
   // finalizers of user objects).
   void detach_from_kernel();
 
-  // Main thread, before any shell request is handled (see shell_protocol):
-  // the main thread's output goes to it, and get_parent() returns it.
+  // Before any shell request is handled (see shell_protocol): on the main
+  // thread, the main thread's output goes to it; on any, get_parent()
+  // returns it. (A subshell's thread pins its output itself.)
   void begin_request(const xeus::xmessage& request);
 
   // Publishes any message on IOPub (get_ipython().kernel.session.send).
@@ -118,6 +119,11 @@ class interpreter final : public xeus::xinterpreter {
   // interrupt comes, while it waits for IPython's import: a
   // KeyboardInterrupt, or a RuntimeError once stopping.
   pybind11::object& shell();
+  // Any thread: whether shell() has started IPython.
+  bool shell_started() const noexcept { return m_shell_started.load(); }
+  // Main thread, without the GIL: starts the shell if it has not started
+  // (for a subshell, whose thread cannot); an error is reported, not raised.
+  void start_shell_on_main();
 
   // Main thread, without the GIL, between requests (kernel_server's idle
   // waiter): runs the asyncio loop until one of fds is readable. False if
@@ -152,6 +158,12 @@ class interpreter final : public xeus::xinterpreter {
 
   nl::json execute(const std::string& code, const xeus::execute_request_config& config,
                    const nl::json& user_expressions);
+  // A cell of a subshell, on its thread, on that thread's own event loop
+  // (interp_rpc_kernel/subshell_loop.py). Needs the GIL.
+  nl::json execute_in_subshell(const std::string& code,
+                               const xeus::execute_request_config& config,
+                               const nl::json& user_expressions);
+
   void prepare_python();
   void start_import();
   void wait_for_import();
@@ -174,6 +186,7 @@ class interpreter final : public xeus::xinterpreter {
   std::atomic<std::thread::id> m_loader_id{};
   wake_pipe m_import_done;  // readable once the loader has finished
   pybind11::object m_shell;
+  std::atomic<bool> m_shell_started{false};
   pybind11::object m_event_loop;  // event_loop.KernelEventLoop, with the shell
   pybind11::object m_stdout;
   pybind11::object m_stderr;
@@ -184,7 +197,6 @@ class interpreter final : public xeus::xinterpreter {
   std::string m_banner;
 
   bool m_exit_requested = false;
-  std::vector<std::string> m_last_traceback;  // of the last error IPython showed
   std::atomic<int> m_execution_count{1};  // IPython's, mirrored for other threads
   // The request the main thread handles, and the last execute request (what
   // other threads' output belongs to), as whole messages (for get_parent()).
@@ -205,6 +217,17 @@ class interpreter final : public xeus::xinterpreter {
 template <class F>
 void interpreter::run_for_request(const xeus::xmessage& request, F&& f) {
   pybind11::gil_scoped_acquire gil;
+  if (!on_main_thread()) {
+    // A subshell's request: its thread's output is pinned to it already, and
+    // no interrupt reaches a subshell.
+    try {
+      std::forward<F>(f)();
+    } catch (pybind11::error_already_set& e) {
+      report(e);
+    }
+    flush_streams();
+    return;
+  }
   struct restore_parent {
     output_parent& parent;
     xeus::xrequest_context previous;

@@ -246,6 +246,21 @@ void interpreter::start_shell() {
   // not scan it again, which keeps full collections (IPython makes one at
   // exit) and hence shutdown quick.
   py::module_::import("gc").attr("freeze")();
+  m_shell_started = true;
+}
+
+void interpreter::start_shell_on_main() {
+  if (m_detached) {
+    return;
+  }
+  py::gil_scoped_acquire gil;
+  try {
+    shell();
+  } catch (py::error_already_set& e) {
+    // An interrupt or a stop while IPython was imported: the subshell's
+    // request that asked gets the error when it asks again.
+    e.discard_as_unraisable("starting the shell for a subshell");
+  }
 }
 
 void interpreter::wire_shell() {

@@ -12,6 +12,7 @@
 
 #include "kernel/iopub_backlog.hpp"
 #include "kernel/request_check.hpp"
+#include "kernel/socket_io.hpp"
 
 namespace interp_rpc::kernel {
 
@@ -28,12 +29,11 @@ constexpr int iopub_messages_per_subscriber = 256;
 // How often the io thread tries again to send to a subscriber that is full:
 // zmq reports no "writable" event for an XPUB socket.
 constexpr std::chrono::milliseconds iopub_retry_interval(5);
+// How long a shutdown waits for the subshells' running requests to end: the
+// client kills a kernel that has not exited 5 s after its shutdown request.
+constexpr std::chrono::milliseconds subshell_stop_grace(500);
 
 const char* channel_name(xeus::channel c) { return c == xeus::channel::SHELL ? "shell" : "control"; }
-
-void log_dropped(const char* where, const std::string& reason) {
-  std::cerr << "interp-rpc-kernel: dropped a message on " << where << ": " << reason << std::endl;
-}
 
 std::string endpoint(const xeus::xkernel_configuration& config, const std::string& port) {
   // Jupyter's convention: tcp://ip:port, ipc://path-port.
@@ -52,70 +52,6 @@ zmq::socket_t bound_socket(zmq::context_t& context, zmq::socket_type type,
 std::string bound_port(const zmq::socket_t& socket) {
   const std::string last = socket.get(zmq::sockopt::last_endpoint);
   return last.substr(last.find_last_of(":-") + 1);
-}
-
-// Blocks until an item is ready (or the timeout, -1: none, has passed); a
-// signal only makes it look again.
-void poll(zmq::pollitem_t* items, std::size_t count,
-          std::chrono::milliseconds timeout = std::chrono::milliseconds(-1)) {
-  while (true) {
-    try {
-      zmq::poll(items, count, timeout);
-      return;
-    } catch (const zmq::error_t& e) {
-      if (e.num() != EINTR) {
-        throw;
-      }
-    }
-  }
-}
-
-bool readable(const zmq::pollitem_t& item) { return (item.revents & ZMQ_POLLIN) != 0; }
-
-// Reads one whole multipart message if one is waiting; false if none.
-bool receive_frames(zmq::socket_t& socket, frame_list& frames) {
-  frames.clear();
-  while (true) {
-    zmq::message_t part;
-    zmq::recv_result_t got;
-    try {
-      // The parts of a message arrive together: only the first may be absent.
-      got = socket.recv(part, frames.empty() ? zmq::recv_flags::dontwait : zmq::recv_flags::none);
-    } catch (const zmq::error_t& e) {
-      if (e.num() == EINTR) {
-        continue;
-      }
-      throw;
-    }
-    if (!got) {
-      return false;
-    }
-    const bool more = part.more();
-    frames.push_back(std::move(part));
-    if (!more) {
-      return true;
-    }
-  }
-}
-
-// Sends all frames as one message. A signal interrupting a part makes us
-// send that part again: giving up halfway would glue the next message to
-// this one's first parts.
-void send_frames(zmq::socket_t& socket, frame_list& frames) {
-  for (std::size_t i = 0; i < frames.size(); ++i) {
-    const zmq::send_flags flags =
-        i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none;
-    while (true) {
-      try {
-        socket.send(frames[i], flags);
-        break;
-      } catch (const zmq::error_t& e) {
-        if (e.num() != EINTR) {
-          throw;
-        }
-      }
-    }
-  }
 }
 
 // Sends the parts of `frames` from `next_part` on without waiting; returns
@@ -156,11 +92,12 @@ nl::json kernel_server::no_debugger_messenger::send_to_shell_impl(const nl::json
 
 kernel_server::kernel_server(zmq::context_t& context, const xeus::xkernel_configuration& config,
                              nl::json::error_handler_t error_handler, int input_cancel_fd,
-                             idle_waiter wait_while_idle)
+                             idle_waiter wait_while_idle, subshells* subshell_queues)
     : m_signer(config.m_signature_scheme, config.m_key),
       m_error_handler(error_handler),
       m_input_cancel_fd(input_cancel_fd),
       m_wait_while_idle(std::move(wait_while_idle)),
+      p_subshells(subshell_queues),
       m_shell(bound_socket(context, zmq::socket_type::router, config, config.m_shell_port)),
       m_stdin(bound_socket(context, zmq::socket_type::router, config, config.m_stdin_port)),
       m_control(bound_socket(context, zmq::socket_type::router, config, config.m_control_port)),
@@ -174,6 +111,9 @@ kernel_server::kernel_server(zmq::context_t& context, const xeus::xkernel_config
   m_iopub.set(zmq::sockopt::sndhwm, iopub_messages_per_subscriber);
   m_iopub.set(zmq::sockopt::xpub_nodrop, 1);
   m_iopub.bind(endpoint(config, config.m_iopub_port));
+  if (p_subshells != nullptr) {
+    p_subshells->set_main_poster([this](std::function<void()> task) { post_to_main(std::move(task)); });
+  }
 }
 
 kernel_server::~kernel_server() { stop_threads(); }
@@ -186,6 +126,14 @@ void kernel_server::stop_threads() noexcept {
     m_control_thread.join();
   }
   {
+    std::lock_guard lock(m_shell_outbox_mutex);
+    m_shell_channel_stopping = true;
+  }
+  m_shell_channel_wake.notify();
+  if (m_shell_channel_thread.joinable()) {
+    m_shell_channel_thread.join();  // after sending the replies queued
+  }
+  {
     std::lock_guard lock(m_outbox_mutex);
     m_io_stopping = true;
   }
@@ -196,11 +144,6 @@ void kernel_server::stop_threads() noexcept {
 }
 
 xeus::xcontrol_messenger& kernel_server::get_control_messenger_impl() { return m_messenger; }
-
-void kernel_server::send_shell_impl(xeus::xmessage message) {
-  frame_list frames = serialize_message(message, m_signer, m_error_handler);
-  send_frames(m_shell, frames);
-}
 
 void kernel_server::send_control_impl(xeus::xmessage message) {
   frame_list frames = serialize_message(message, m_signer, m_error_handler);
@@ -280,48 +223,14 @@ void kernel_server::start_impl(xeus::xpub_message message) {
   m_session = message.header().value("session", std::string());
   publish_impl(std::move(message), xeus::channel::SHELL);
   m_io_thread = std::thread([this] { run_io_loop(); });
+  m_shell_channel_thread = std::thread([this] { run_shell_channel_loop(); });
   m_control_thread = std::thread([this] { run_control_loop(); });
   run_shell_loop();
+  if (p_subshells != nullptr) {
+    // Before the threads that send their replies and output stop.
+    p_subshells->stop(subshell_stop_grace);
+  }
   stop_threads();
-}
-
-void kernel_server::run_shell_loop() {
-  zmq::pollitem_t items[] = {{m_shell.handle(), 0, ZMQ_POLLIN, 0},
-                             {nullptr, m_shell_wake.fd(), ZMQ_POLLIN, 0}};
-  const listener deliver = [this](xeus::xmessage request) {
-    notify_shell_listener(std::move(request));
-  };
-  frame_list frames;
-  while (!m_stopping) {
-    wait_for_shell(items);
-    if (readable(items[1])) {
-      m_shell_wake.drain();
-    }
-    // One request at a time, so that a stop between two is seen at once.
-    if (!m_stopping && receive_frames(m_shell, frames)) {
-      handle_request(frames, xeus::channel::SHELL, deliver);
-    }
-  }
-}
-
-void kernel_server::wait_for_shell(zmq::pollitem_t (&items)[2]) {
-  if (m_wait_while_idle) {
-    // zmq's descriptor signals a change of the socket's state, not that a
-    // message is there (it is edge-triggered): look first, without waiting,
-    // which also rearms it.
-    poll(items, 2, std::chrono::milliseconds(0));
-    if (readable(items[0]) || readable(items[1])) {
-      return;
-    }
-    const int fds[] = {m_shell.get(zmq::sockopt::fd), m_shell_wake.fd()};
-    if (m_wait_while_idle(fds)) {
-      // What woke it, or nothing (an early return): the caller reads what
-      // is there, and comes back.
-      poll(items, 2, std::chrono::milliseconds(0));
-      return;
-    }
-  }
-  poll(items, 2);
 }
 
 void kernel_server::run_control_loop() {
@@ -439,12 +348,22 @@ void kernel_server::handle_request(const frame_list& frames, xeus::channel c,
   }
   xeus::xmessage& request = std::get<xeus::xmessage>(parsed);
   const std::string problem = check_request(request, c);
+  if (problem.empty()) {
+    deliver_checked(std::move(request), c, deliver);
+    return;
+  }
   try {
-    if (problem.empty()) {
-      deliver(std::move(request));
-    } else {
-      reject(request, problem, c);
-    }
+    reject(request, problem, c);
+  } catch (const std::exception& e) {
+    std::cerr << "interp-rpc-kernel: error while rejecting a " << channel_name(c)
+              << " request: " << e.what() << std::endl;
+  }
+}
+
+void kernel_server::deliver_checked(xeus::xmessage request, xeus::channel c,
+                                    const listener& deliver) {
+  try {
+    deliver(std::move(request));
   } catch (const std::exception& e) {
     // xeus handles its handlers' errors; this is for the rest (a reply it
     // could not serialize): the loop, hence the kernel, goes on.
@@ -454,14 +373,14 @@ void kernel_server::handle_request(const frame_list& frames, xeus::channel c,
 }
 
 void kernel_server::reject(const xeus::xmessage& request, const std::string& problem,
-                           xeus::channel c) {
+                           xeus::channel c, const char* ename) {
   log_dropped(channel_name(c), "answered with an error: " + problem);
   const std::string msg_type = request.header()["msg_type"].get<std::string>();
   publish_impl(status_message(request.header(), "busy"), c);
   xeus::xmessage reply(request.identities(),
                        xeus::make_header(reply_type(msg_type), m_user_name, m_session),
                        request.header(), nl::json::object(),
-                       xeus::create_error_reply("BadRequest", problem), xeus::buffer_sequence());
+                       xeus::create_error_reply(ename, problem), xeus::buffer_sequence());
   if (c == xeus::channel::SHELL) {
     send_shell_impl(std::move(reply));
   } else {
@@ -476,21 +395,12 @@ xeus::xpub_message kernel_server::status_message(const nl::json& parent, const c
                             xeus::buffer_sequence());
 }
 
-void kernel_server::abort_queue_impl(const listener& l, long polling_interval) {
-  frame_list frames;
-  while (receive_frames(m_shell, frames)) {
-    handle_request(frames, xeus::channel::SHELL, l);
-    if (polling_interval > 0) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(polling_interval));
-    }
-  }
-}
-
 void kernel_server::stop_impl() {
   m_stopping = true;
   iopub_backlog::shared().stop();
   m_shell_wake.notify();
   m_control_wake.notify();
+  m_shell_channel_wake.notify();
 }
 
 void kernel_server::update_config_impl(xeus::xkernel_configuration& config) const {
@@ -502,8 +412,9 @@ void kernel_server::update_config_impl(xeus::xkernel_configuration& config) cons
 }
 
 xeus::xkernel::server_builder make_kernel_server_builder(int input_cancel_fd,
-                                                         idle_waiter wait_while_idle) {
-  return [input_cancel_fd, wait_while_idle](xeus::xcontext& context, const xeus::xconfiguration& config,
+                                                         idle_waiter wait_while_idle,
+                                                         subshells* subshell_queues) {
+  return [input_cancel_fd, wait_while_idle, subshell_queues](xeus::xcontext& context, const xeus::xconfiguration& config,
                            nl::json::error_handler_t error_handler) -> std::unique_ptr<xeus::xserver> {
     const auto* kernel_config = std::get_if<xeus::xkernel_configuration>(&config);
     if (kernel_config == nullptr) {
@@ -513,7 +424,7 @@ xeus::xkernel::server_builder make_kernel_server_builder(int input_cancel_fd,
     }
     return std::make_unique<kernel_server>(context.get_wrapped_context<zmq::context_t>(),
                                            *kernel_config, error_handler, input_cancel_fd,
-                                           wait_while_idle);
+                                           wait_while_idle, subshell_queues);
   };
 }
 

@@ -2,11 +2,16 @@
 // place of xeus-zmq's server (src/kernel/README.md says why).
 //
 // Threads and sockets. Each socket is used by one thread only:
-// - the main thread runs the shell loop in start(); it owns shell and stdin,
-//   handles shell requests (CPython raises KeyboardInterrupt only there) and
-//   sends their replies and input requests. Between requests it waits in the
-//   idle waiter (the interpreter's asyncio loop, which watches the shell
-//   socket's descriptor and the wake pipe), or in zmq_poll when there is none;
+// - the shell channel thread owns shell. It reads every request, checks it,
+//   and routes it: a request whose header names a subshell goes to that
+//   subshell's queue (subshells.hpp), any other to the main thread's. It
+//   sends the replies that any thread queues (send_shell), in order.
+// - the main thread runs the shell loop in start(); it owns stdin, handles
+//   the main shell's requests (CPython raises KeyboardInterrupt only there)
+//   and sends input requests. Between requests it waits in the idle waiter
+//   (the interpreter's asyncio loop, which watches the main queue's wake
+//   pipe and the stop's), or in zmq_poll when there is none; it also runs
+//   the tasks other threads post to it (post_to_main);
 // - the control thread owns control: interrupt and shutdown are served while
 //   the main thread runs a cell;
 // - the io thread owns IOPub and heartbeat. publish() from any thread (the
@@ -33,6 +38,7 @@
 #include <memory>
 #include <span>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -43,6 +49,7 @@
 #include <zmq.hpp>
 
 #include "kernel/message_signer.hpp"
+#include "kernel/subshells.hpp"
 #include "kernel/wake_pipe.hpp"
 #include "kernel/wire_message.hpp"
 
@@ -58,9 +65,10 @@ class kernel_server final : public xeus::xserver {
  public:
   // input_cancel_fd: readable when the wait for an input reply must end (the
   // interrupter's); -1 for none.
+  // subshell_queues: where requests for a subshell go; nullptr for none.
   kernel_server(zmq::context_t& context, const xeus::xkernel_configuration& config,
                 nl::json::error_handler_t error_handler, int input_cancel_fd,
-                idle_waiter wait_while_idle);
+                idle_waiter wait_while_idle, subshells* subshell_queues);
   ~kernel_server() override;
 
  private:
@@ -82,8 +90,17 @@ class kernel_server final : public xeus::xserver {
   void update_config_impl(xeus::xkernel_configuration& config) const override;
 
   void run_shell_loop();
-  // Until a shell request or a wake may be there; items as run_shell_loop's.
-  void wait_for_shell(zmq::pollitem_t (&items)[2]);
+  // Main thread: until a request, a task or a stop may be there.
+  void wait_for_shell();
+  // Main thread: runs the tasks posted so far.
+  void run_main_tasks();
+  std::optional<xeus::xmessage> next_main_request();
+  // Any thread: `task` runs on the main thread between two requests.
+  void post_to_main(std::function<void()> task);
+  void run_shell_channel_loop();
+  // Shell channel thread: checks one request and queues it where it runs.
+  void route_shell_request(const frame_list& frames);
+  void send_queued_replies();
   void run_control_loop();
   void run_io_loop();
   frame_list welcome_frames(const zmq::message_t& subscription) const;
@@ -92,7 +109,10 @@ class kernel_server final : public xeus::xserver {
   // Parses, checks and delivers one message from a request socket; on the
   // shell channel, to `deliver` (the shell listener, or abort_queue's).
   void handle_request(const frame_list& frames, xeus::channel c, const listener& deliver);
-  void reject(const xeus::xmessage& request, const std::string& problem, xeus::channel c);
+  // Hands a checked request to `deliver`, logging what escapes it.
+  void deliver_checked(xeus::xmessage request, xeus::channel c, const listener& deliver);
+  void reject(const xeus::xmessage& request, const std::string& problem, xeus::channel c,
+              const char* ename = "BadRequest");
   xeus::xpub_message status_message(const nl::json& parent, const char* state) const;
   void queue_for_iopub(frame_list frames);
 
@@ -100,6 +120,7 @@ class kernel_server final : public xeus::xserver {
   nl::json::error_handler_t m_error_handler;
   int m_input_cancel_fd;
   idle_waiter m_wait_while_idle;
+  subshells* p_subshells;
   no_debugger_messenger m_messenger;
 
   zmq::socket_t m_shell;
@@ -119,18 +140,33 @@ class kernel_server final : public xeus::xserver {
   wake_pipe m_control_wake;
   wake_pipe m_io_wake;
 
+  // The main shell's requests and tasks, from the shell channel thread and
+  // any thread; m_inbox_wake is readable while some may be there.
+  std::mutex m_inbox_mutex;
+  std::deque<xeus::xmessage> m_main_requests;         // guarded by m_inbox_mutex
+  std::deque<std::function<void()>> m_main_tasks;     // guarded by m_inbox_mutex
+  wake_pipe m_inbox_wake;
+
+  // Replies for the shell socket, from any thread.
+  std::mutex m_shell_outbox_mutex;
+  std::deque<frame_list> m_shell_outbox;  // guarded by m_shell_outbox_mutex
+  bool m_shell_channel_stopping = false;  // guarded by m_shell_outbox_mutex
+  wake_pipe m_shell_channel_wake;
+
   std::mutex m_outbox_mutex;
   std::deque<frame_list> m_outbox;  // guarded by m_outbox_mutex
   bool m_io_stopping = false;       // guarded by m_outbox_mutex
 
+  std::thread m_shell_channel_thread;
   std::thread m_control_thread;
   std::thread m_io_thread;
 };
 
 // The xkernel server builder for a kernel whose input requests end when
-// input_cancel_fd becomes readable, and that waits for requests in
-// wait_while_idle.
+// input_cancel_fd becomes readable, that waits for requests in
+// wait_while_idle, and whose subshells are `subshell_queues` (nullptr: none).
 xeus::xkernel::server_builder make_kernel_server_builder(int input_cancel_fd,
-                                                         idle_waiter wait_while_idle);
+                                                         idle_waiter wait_while_idle,
+                                                         subshells* subshell_queues);
 
 }  // namespace interp_rpc::kernel

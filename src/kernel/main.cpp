@@ -3,6 +3,8 @@
 //   interp-rpc-kernel -f CONNECTION_FILE
 //
 // Exit code 0 after a shutdown request, 1 if the kernel cannot start.
+#include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <memory>
@@ -21,6 +23,7 @@
 #include "kernel/kernel_server.hpp"
 #include "kernel/python_config.hpp"
 #include "kernel/shell_protocol.hpp"
+#include "kernel/subshells.hpp"
 
 namespace py = pybind11;
 namespace kernel = interp_rpc::kernel;
@@ -33,6 +36,8 @@ void run(const std::string& connection_file, const char* argv0) {
   const char* python_argv[] = {argv0};
   py::scoped_interpreter python(&config, 1, python_argv, /*add_program_dir_to_path=*/false);
 
+  // Declared before the kernel, whose server and shell use it.
+  kernel::subshells subshell_queues;
   auto owned_interpreter = std::make_unique<kernel::interpreter>(connection_file);
   kernel::interpreter& interpreter = *owned_interpreter;
   xeus::xkernel xkernel(xeus::load_configuration(connection_file), xeus::get_user_name(),
@@ -42,8 +47,9 @@ void run(const std::string& connection_file, const char* argv0) {
                                 interpreter.interrupts().cancel_fd(),
                                 [&interpreter](std::span<const int> fds) {
                                   return interpreter.wait_while_idle(fds);
-                                }),
-                            interpreter),
+                                },
+                                &subshell_queues),
+                            interpreter, subshell_queues),
                         std::make_unique<kernel::ipython_history>(
                             [&interpreter] { return interpreter.shell(); }));
   // Python outlives xeus: whichever way start() ends, detach while xeus's
@@ -53,6 +59,17 @@ void run(const std::string& connection_file, const char* argv0) {
     ~detach_on_exit() { interpreter.detach_from_kernel(); }
   } detach{interpreter};
   xkernel.start();
+  if (subshell_queues.threads_left()) {
+    // A subshell still runs a cell that did not end when the kernel stopped
+    // (a time.sleep(600)): finalizing Python would wait for it, and its
+    // thread would return into a kernel being destroyed. The server has sent
+    // all output and replies by now; the process ends here, as a shutdown
+    // must, and the operating system takes back the rest.
+    std::cout.flush();
+    std::cerr.flush();
+    std::fflush(nullptr);
+    std::_Exit(0);
+  }
 }
 
 }  // namespace

@@ -4,7 +4,10 @@
 #include <set>
 #include <utility>
 
+#include <xeus/xhelper.hpp>
+
 #include "kernel/interpreter.hpp"
+#include "kernel/output_parent.hpp"
 #include "kernel/request_check.hpp"
 
 namespace interp_rpc::kernel {
@@ -14,6 +17,15 @@ namespace {
 // What the stop_on_error field of an execute request means when absent
 // (Jupyter messaging protocol, execute request).
 constexpr bool default_stop_on_error = true;
+
+// The execute request the calling thread handles: each shell (the main one,
+// each subshell) has its own, and aborts its own queue.
+struct execute_state {
+  std::string msg_id;
+  bool stop_on_error = false;  // and not silent
+  bool abort_pending = false;  // it failed: abort before its idle status
+};
+thread_local execute_state t_execute;
 
 std::string message_type(const xeus::xmessage_base& message) {
   return message.header().value("msg_type", "");
@@ -56,14 +68,17 @@ bool core_handles(const std::string& type) {
 }  // namespace
 
 shell_protocol::shell_protocol(std::unique_ptr<xeus::xserver> inner, interpreter& interpreter,
-                               nl::json ports)
+                               subshells& subshell_queues, nl::json ports)
     : p_inner(std::move(inner)),
       m_interpreter(interpreter),
+      m_subshells(subshell_queues),
       m_main_thread(std::this_thread::get_id()),
       m_ports(std::move(ports)) {
   p_inner->register_shell_listener([this](xeus::xmessage msg) { handle(std::move(msg)); });
+  m_subshells.set_handler([this](xeus::xmessage msg) { handle_in_subshell(std::move(msg)); });
   p_inner->register_control_listener([this](xeus::xmessage msg) {
-    if (!answer_if_unknown_to_core(msg, xeus::channel::CONTROL)) {
+    if (!answer_if_subshell_request(msg) &&
+        !answer_if_unknown_to_core(msg, xeus::channel::CONTROL)) {
       notify_control_listener(std::move(msg));
     }
   });
@@ -95,6 +110,54 @@ void shell_protocol::handle(xeus::xmessage request) {
   }
 }
 
+void shell_protocol::handle_in_subshell(xeus::xmessage request) {
+  if (!m_interpreter.shell_started()) {
+    // Only the main thread starts IPython: it does so between two of its
+    // own requests, while this request waits.
+    m_subshells.run_on_main([this] { m_interpreter.start_shell_on_main(); },
+                            [this] { return m_interpreter.shell_started(); });
+  }
+  const thread_parent output_goes_to_request(
+      xeus::xrequest_context(request.header(), request.identities()));
+  handle(std::move(request));
+}
+
+bool shell_protocol::answer_if_subshell_request(const xeus::xmessage& request) {
+  const std::string type = message_type(request);
+  nl::json content;
+  if (type == "create_subshell_request") {
+    try {
+      content = {{"status", "ok"}, {"subshell_id", m_subshells.create()}};
+    } catch (const std::exception& e) {
+      content = xeus::create_error_reply("RuntimeError", e.what());
+    }
+  } else if (type == "list_subshell_request") {
+    content = {{"status", "ok"}, {"subshell_id", m_subshells.list()}};
+  } else if (type == "delete_subshell_request") {
+    const nl::json& request_content = request.content();
+    const auto id = request_content.find("subshell_id");
+    if (id == request_content.end() || !id->is_string()) {
+      content = xeus::create_error_reply(
+          "BadRequest", "delete_subshell_request needs content.subshell_id, a string");
+    } else if (m_subshells.remove(id->get<std::string>())) {
+      content = {{"status", "ok"}};
+    } else {
+      // ipykernel's error is the KeyError of its table of subshells.
+      content = xeus::create_error_reply(
+          "KeyError", "no subshell has the id '" + id->get<std::string>() + "'");
+    }
+  } else {
+    return false;
+  }
+  publish_status(request.header(), "busy");
+  send_control(xeus::xmessage(request.identities(),
+                              xeus::make_header(reply_type(type), m_user_name, m_session),
+                              request.header(), nl::json::object(), std::move(content),
+                              xeus::buffer_sequence()));
+  publish_status(request.header(), "idle");
+  return true;
+}
+
 void shell_protocol::handle_execute(xeus::xmessage request) {
   const nl::json& content = request.content();
   const bool silent = content.is_object() && content.value("silent", false);
@@ -111,12 +174,12 @@ void shell_protocol::handle_execute(xeus::xmessage request) {
   xeus::xmessage for_core(request.identities(), request.header(), request.parent_header(),
                           request.metadata(), std::move(core_content),
                           std::move(request).buffers());
-  m_execute = {for_core.header().value("msg_id", ""), stop_on_error && !silent, false};
+  t_execute = {for_core.header().value("msg_id", ""), stop_on_error && !silent, false};
   // The shell runs on this thread and the interpreter answers before it
   // returns: the reply, then the abort (publish_impl), then the idle status
   // have gone out when this returns.
   notify_shell_listener(std::move(for_core));
-  m_execute = {};
+  t_execute = {};
   if (m_interpreter.exit_requested()) {
     // exit() in the cell, whose reply and idle status are out: the server
     // stops and the kernel ends, as after a shutdown request.
@@ -125,18 +188,25 @@ void shell_protocol::handle_execute(xeus::xmessage request) {
 }
 
 void shell_protocol::abort_queued_executes() {
+  const bool on_main = std::this_thread::get_id() == m_main_thread;
+  const auto abort_execute = [this, on_main](xeus::xmessage request) {
+    if (message_type(request) == "execute_request") {
+      m_interpreter.begin_request(request);
+      abort(request);
+    } else if (on_main) {
+      handle(std::move(request));
+    } else {
+      // With its own output parent, not the failed request's.
+      handle_in_subshell(std::move(request));
+    }
+  };
+  if (!on_main) {
+    m_subshells.take_queued(abort_execute);
+    return;
+  }
   // A polling interval of 0: what has arrived is aborted, at once; the first
   // request that arrives after the queue is empty runs.
-  p_inner->abort_queue(
-      [this](xeus::xmessage request) {
-        if (message_type(request) == "execute_request") {
-          m_interpreter.begin_request(request);
-          abort(request);
-        } else {
-          handle(std::move(request));
-        }
-      },
-      0);
+  p_inner->abort_queue(abort_execute, 0);
 }
 
 void shell_protocol::abort(const xeus::xmessage& request) {
@@ -194,7 +264,7 @@ xeus::xcontrol_messenger& shell_protocol::get_control_messenger_impl() {
 void shell_protocol::send_shell_impl(xeus::xmessage message) {
   if (message_type(message) == "execute_reply" && message.content().is_object()) {
     nl::json content = message.content();
-    m_execute.abort_pending = m_execute.stop_on_error && content.value("status", "") == "error";
+    t_execute.abort_pending = t_execute.stop_on_error && content.value("status", "") == "error";
     if (content.contains("execution_count")) {
       content["execution_count"] = m_interpreter.execution_count() - 1;
     }
@@ -217,11 +287,10 @@ void shell_protocol::publish_impl(xeus::xpub_message message, xeus::channel c) {
   // The idle status of an execute request that failed: abort the queue
   // first, so that a client that waits for this idle before it sends its
   // next request never has that request aborted.
-  if (m_execute.abort_pending && std::this_thread::get_id() == m_main_thread &&
-      message_type(message) == "status" && message.parent_header().is_object() &&
-      message.parent_header().value("msg_id", "") == m_execute.msg_id &&
+  if (t_execute.abort_pending && message_type(message) == "status" && message.parent_header().is_object() &&
+      message.parent_header().value("msg_id", "") == t_execute.msg_id &&
       message.content().value("execution_state", "") == "idle") {
-    m_execute.abort_pending = false;
+    t_execute.abort_pending = false;
     abort_queued_executes();
   }
   if (message_type(message) == "execute_input") {
@@ -268,8 +337,9 @@ void shell_protocol::update_config_impl(xeus::xkernel_configuration& config) con
 }
 
 xeus::xkernel::server_builder with_shell_protocol(xeus::xkernel::server_builder inner,
-                                                  interpreter& interpreter) {
-  return [inner = std::move(inner), &interpreter](xeus::xcontext& context,
+                                                  interpreter& interpreter,
+                                                  subshells& subshell_queues) {
+  return [inner = std::move(inner), &interpreter, &subshell_queues](xeus::xcontext& context,
                                                    const xeus::xconfiguration& config,
                                                    nl::json::error_handler_t eh) {
     nl::json ports = nl::json::object();
@@ -281,7 +351,7 @@ xeus::xkernel::server_builder with_shell_protocol(xeus::xkernel::server_builder 
                {"hb_port", std::stoi(kernel_config->m_hb_port)}};
     }
     return std::make_unique<shell_protocol>(inner(context, config, eh), interpreter,
-                                            std::move(ports));
+                                            subshell_queues, std::move(ports));
   };
 }
 

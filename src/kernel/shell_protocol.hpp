@@ -28,6 +28,13 @@
 //   ipykernel does, on either channel, and any other unknown type with an
 //   error reply naming it (ipykernel logs and ignores it).
 //
+// - Subshells. It answers create_subshell_request, delete_subshell_request and
+//   list_subshell_request on the control channel as ipykernel 7 does, and
+//   handles the requests of each subshell on that subshell's thread, exactly
+//   as the main shell's, with that request as the parent of the thread's
+//   output. stop_on_error aborts the execute requests queued on the same
+//   subshell only.
+//
 // It also gives the interpreter a way to publish any IOPub message (for
 // get_ipython().kernel.session, see kernel_object.hpp).
 #pragma once
@@ -39,6 +46,7 @@
 #include <xeus/xkernel.hpp>
 #include <xeus/xserver.hpp>
 
+#include "kernel/subshells.hpp"
 #include "kernel/usage_report.hpp"
 
 namespace interp_rpc::kernel {
@@ -48,7 +56,8 @@ class interpreter;
 class shell_protocol final : public xeus::xserver {
  public:
   // ports: connect_request's answer, {"shell_port": ..., ...}.
-  shell_protocol(std::unique_ptr<xeus::xserver> inner, interpreter& interpreter, nl::json ports);
+  shell_protocol(std::unique_ptr<xeus::xserver> inner, interpreter& interpreter,
+                 subshells& subshell_queues, nl::json ports);
 
  private:
   xeus::xcontrol_messenger& get_control_messenger_impl() override;
@@ -61,10 +70,15 @@ class shell_protocol final : public xeus::xserver {
   void stop_impl() override;
   void update_config_impl(xeus::xkernel_configuration& config) const override;
 
-  // Main thread: a request from the shell socket.
+  // Main thread or a subshell's: a request from the shell socket.
   void handle(xeus::xmessage request);
+  // A subshell's thread: a request for it.
+  void handle_in_subshell(xeus::xmessage request);
+  // Control thread: answers the subshell requests; false for the others.
+  bool answer_if_subshell_request(const xeus::xmessage& request);
   void handle_execute(xeus::xmessage request);
-  // Main thread: answers every execute request already waiting, "aborted".
+  // Answers every execute request already waiting for this thread's shell
+  // (the main one, or a subshell), "aborted".
   void abort_queued_executes();
   void abort(const xeus::xmessage& request);
   void publish_status(const nl::json& parent, const std::string& state);
@@ -75,6 +89,7 @@ class shell_protocol final : public xeus::xserver {
 
   std::unique_ptr<xeus::xserver> p_inner;
   interpreter& m_interpreter;
+  subshells& m_subshells;
   // From the kernel's first message: what our own messages are signed as.
   std::string m_status_topic;
   std::string m_user_name;
@@ -82,16 +97,11 @@ class shell_protocol final : public xeus::xserver {
   const std::thread::id m_main_thread;  // which runs the shell (it builds the server)
   const nl::json m_ports;
   usage_report m_usage;
-  // The execute request being handled (main thread only).
-  struct execute_state {
-    std::string msg_id;
-    bool stop_on_error = false;  // and not silent
-    bool abort_pending = false;  // it failed: abort before its idle status
-  } m_execute;
 };
 
 // The server builder `inner`, wrapped in shell_protocol.
 xeus::xkernel::server_builder with_shell_protocol(xeus::xkernel::server_builder inner,
-                                                  interpreter& interpreter);
+                                                  interpreter& interpreter,
+                                                  subshells& subshell_queues);
 
 }  // namespace interp_rpc::kernel

@@ -84,7 +84,7 @@ class KernelEventLoop:
         whatever runs the loop next.
         """
         task = self.loop.create_task(
-            _run_cell_on_loop(shell, code, store_history, silent, cell_id)
+            run_cell_on_loop(shell, code, store_history, silent, cell_id)
         )
         while True:
             try:
@@ -100,7 +100,7 @@ class KernelEventLoop:
                     raise
 
 
-async def _run_cell_on_loop(
+async def run_cell_on_loop(
     shell: InteractiveShell,
     code: str,
     store_history: bool,
