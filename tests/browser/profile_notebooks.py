@@ -19,6 +19,11 @@ FAILING_ITEM = 5
 #: Items of a profile drawn aggregated per pixel column (over 5,000).
 MANY = 8000
 
+#: A cell that shows a profile's HTML alone: what frontends without the
+#: extension get (its inline script draws it interactive where trusted).
+FALLBACK = ("from IPython.display import HTML\n"
+            "HTML(interp_rpc_profile._repr_html_())  # the HTML fallback")
+
 CELLS = [
     "%parallel_pool -n 2",
     "%%parallel\nimport time\n\n"
@@ -37,6 +42,8 @@ CELLS = [
     "        print('failed as intended:', type(error).__name__)\n"
     "failing",
     f"with pool.profile() as many:\n    list(pool.map('builtins.abs', range({MANY})))\nmany",
+    "%parallel_profile -o interp_rpc_profile",
+    FALLBACK,
 ]
 
 
@@ -55,7 +62,7 @@ def notebook(cells: list[str], outputs: dict[int, list[dict[str, Any]]] | None =
 
 
 #: The notebook that nbclient executes: a profiled map and its timeline.
-EXECUTED_CELLS = CELLS[:4]
+EXECUTED_CELLS = [*CELLS[:4], "%parallel_profile -o interp_rpc_profile", FALLBACK]
 
 
 def executed_notebook(path: Path) -> None:

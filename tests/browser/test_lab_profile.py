@@ -456,6 +456,20 @@ def test_the_script_logged_no_error(page: Page) -> None:
     assert not errors, errors
 
 
+def test_the_html_fallback_is_interactive_where_trusted(page: Page) -> None:
+    cell = profile_cell(page, "# the HTML fallback")
+    svg = live_timeline(page, cell)
+    assert cell.find_elements(By.CSS_SELECTOR, ".interp-rpc-profile[data-irpc-ready]"), \
+        "the timeline was not drawn by the fallback's script"
+    assert not cell.find_elements(By.CSS_SELECTOR, ".irpc-mime")
+    assert len(item_bars(svg)) == ITEMS
+    full = view_range(page, svg)
+    ActionChains(page.browser).scroll_from_origin(ScrollOrigin.from_element(svg), 0, -300
+                                                  ).perform()
+    demo.wait(page.browser, demo.UI_TIMEOUT, lambda b: view_range(page, svg) != full,
+              "the wheel did not zoom the fallback's timeline")
+
+
 #: The background of every view of the profile, as [r, g, b, alpha].
 SVG_BACKGROUNDS_JS = """
 return Array.from(arguments[0].querySelectorAll('.irpc-mime svg')).map(svg => {
@@ -502,6 +516,16 @@ def test_an_untrusted_notebook_executed_by_nbclient_is_interactive(
     map_cell = demo.cell_containing(browser, "%parallel_map --profile")
     assert map_cell.find_elements(By.CSS_SELECTOR, ".irpc-mime .irpc-icicle-live svg")
     assert not map_cell.find_elements(By.CSS_SELECTOR, ".irpc-mime .irpc-live")
+    # The HTML alone, as frontends without the extension get it: untrusted,
+    # its script does not run, and the static picture shows.
+    fallback = demo.cell_containing(browser, "# the HTML fallback")
+    img = fallback.find_element(By.CSS_SELECTOR, "img.irpc-timeline-img")
+    demo.js(browser, "arguments[0].scrollIntoView({block: 'start'});", img)
+    assert demo.visible(img), "the fallback's static timeline is not visible"
+    assert demo.js(browser, "return arguments[0].complete && arguments[0].naturalWidth",
+                   img) > 0, "the fallback's static timeline did not decode"
+    assert not fallback.find_elements(By.CSS_SELECTOR, "[data-irpc-ready]"), \
+        "the fallback's script ran in an untrusted notebook"
     shot(untrusted, output, "untrusted")
     failures = demo.js(browser, PROFILE_CONTRAST_JS, demo.WCAG_AA)
     assert not failures, failures
