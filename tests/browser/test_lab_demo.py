@@ -6,7 +6,8 @@ selenium through Debian's chromedriver, opens demo.ipynb, checks that the
 intended kernel is selected, runs Run > Run All Cells from the menu and
 waits for every cell to finish. The tests then read the page a user sees: the
 progress and status renderings, the remote error, the shareability tree, the
-profile's SVG timeline, and the stuck flag shown live while the slow map ran.
+profile's timeline (drawn by interp-rpc's JupyterLab extension), and the stuck
+flag shown live while the slow map ran.
 
 Artifacts, kept after the run (also when it fails), in build/artifacts/browser/:
 
@@ -31,7 +32,6 @@ loads the extension at startup and runs the notebook as it is.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import json
 import os
@@ -48,7 +48,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from xml.etree import ElementTree
 
 import pytest
 
@@ -587,29 +586,17 @@ def test_the_shareability_error_shows_the_tree_once(ran: RunAll, driver: WebDriv
     assert cell.text.count("── ['handle']") == 1, cell.text  # the tree, once
 
 
-def test_the_profile_draws_a_timeline_that_survives_sanitizing(ran: RunAll,
-                                                               driver: WebDriver) -> None:
-    # The static timeline is an SVG picture in an <img> (JupyterLab's
-    # sanitizer keeps it in untrusted notebooks, where it strips inline SVG).
-    from interp_rpc.display import profile as timeline
-
+def test_the_profile_draws_an_interactive_timeline(ran: RunAll, driver: WebDriver) -> None:
+    # JupyterLab draws the profile with interp-rpc's extension (its MIME
+    # renderer), in front of the HTML fallback that the output also carries.
     cell = cell_containing(driver, "%parallel_profile")
-    img = only(outputs(cell, "img.irpc-timeline-img"), "profile timeline (img.irpc-timeline-img)")
-    # Live in a trusted notebook, the inline script swaps the picture for the
-    # interactive timeline; either one must be on screen.
-    live = cell.find_elements(By.CSS_SELECTOR, ".irpc-live")
-    assert visible(img) or any(visible(view) for view in live), \
-        "neither the static nor the interactive timeline is visible"
-    source = img.get_attribute("src") or ""
-    prefix = "data:image/svg+xml;base64,"
-    assert source.startswith(prefix), source[:80]
-    svg = ElementTree.fromstring(base64.b64decode(source[len(prefix):]))
-    texts = [t.text or "" for t in svg.iter("{http://www.w3.org/2000/svg}text")]
+    svg = only([s for s in outputs(cell, ".irpc-mime svg.interp-rpc-gantt") if visible(s)],
+               "interactive profile timeline (.irpc-mime svg.interp-rpc-gantt)")
+    texts = [t.text for t in svg.find_elements(By.CSS_SELECTOR, "text")]
     assert "worker 0" in texts and "worker 1" in texts, texts
-    bar_height = str(timeline.LANE_HEIGHT - 10)
-    bars = [r for r in svg.iter("{http://www.w3.org/2000/svg}rect")
-            if r.get("height") == bar_height]
+    bars = svg.find_elements(By.CSS_SELECTOR, "rect[data-item]")
     assert len(bars) == 7, f"expected a bar per item of the last map, found {len(bars)}"
+    assert not outputs(cell, "img.irpc-timeline-img"), "the HTML fallback is shown too"
 
 
 def test_the_ipywidgets_progress_bar_was_visible_while_the_map_ran(ran: RunAll) -> None:

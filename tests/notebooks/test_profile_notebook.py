@@ -10,6 +10,8 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from interp_rpc.display.profile_mime import FORMAT_VERSION, MIME_TYPE
+
 CELLS = [
     "%parallel_pool -n 2",
     "%%parallel\ndef helper(n):\n    return sum(range(n))\n\ndef work(n):\n    return helper(n)",
@@ -63,3 +65,18 @@ def test_pool_profile_from_code_displays_as_the_timeline(executed: Any) -> None:
     outputs = outputs_of(executed, "from interp_rpc.notebook import current_pool")
     assert "interp-rpc-profile" in data(outputs, "text/html")
     assert "200 / " in data(outputs, "text/plain")
+
+
+@pytest.mark.parametrize(("cell", "items"), [("%parallel_map --profile", None),
+                                             ("%parallel_profile", 200),
+                                             ("from interp_rpc.notebook import current_pool", 200)])
+def test_every_profile_output_carries_the_jupyterlab_extensions_data(
+        executed: Any, cell: str, items: int | None) -> None:
+    (payload,) = [o["data"][MIME_TYPE] for o in outputs_of(executed, cell)
+                  if MIME_TYPE in o.get("data", {})]
+    assert payload["version"] == FORMAT_VERSION
+    if items is None:  # --profile: the function profile alone
+        assert payload["timeline"] is None
+        assert any("helper" in row[0] for row in payload["functions"]["rows"])
+    else:
+        assert payload["timeline"]["count"] == items

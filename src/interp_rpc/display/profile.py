@@ -274,7 +274,11 @@ def json_in_html(text: str) -> str:
     return text.replace("</", "<\\/")
 
 
-def bundle(profile: Profile) -> dict[str, str]:
-    return {"text/html": html(profile), "image/svg+xml": static_svg(profile),
-            "text/plain": profile.text()}
+def bundle(profile: Profile) -> dict[str, Any]:
+    """Every view of the profile: its data for the JupyterLab extension, and
+    the HTML, picture and text for frontends without it."""
+    from interp_rpc.display import profile_mime  # here: it imports this module
+
+    return {profile_mime.MIME_TYPE: profile_mime.data(profile), "text/html": html(profile),
+            "image/svg+xml": static_svg(profile), "text/plain": profile.text()}
 

@@ -8,10 +8,12 @@ module shows it, exports it and describes what is missing.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from IPython.display import display
 
 from interp_rpc.display import functions as _profile_functions
+from interp_rpc.display import profile_mime
 from interp_rpc.display.assets import SCRIPT, STYLE
 from interp_rpc.profiling.model import Profile
 
@@ -19,9 +21,10 @@ from interp_rpc.profiling.model import Profile
 TEXT_FUNCTIONS = 25
 
 
-def functions_bundle(profile: Profile) -> dict[str, str]:
-    """The function profile alone (sortable table, icicle), and its text:
-    pstats' own listing of the merged stats, as %prun prints it."""
+def functions_bundle(profile: Profile) -> dict[str, Any]:
+    """The function profile alone (sortable table, icicle): its data for the
+    JupyterLab extension, its HTML, and its text: pstats' own listing of the
+    merged stats, as %prun prints it."""
     text = profile.stats_listing(TEXT_FUNCTIONS)
     warnings = "".join(f"<p class='irpc-warning'><b>Warning:</b> {w}</p>"
                        for w in profile.warnings())
@@ -29,7 +32,8 @@ def functions_bundle(profile: Profile) -> dict[str, str]:
     # only makes the table sortable.
     html = (f"<div class='interp-rpc-profile'><style>{STYLE}</style>{warnings}"
             f"{_profile_functions.html(profile)}<script>{SCRIPT}</script></div>")
-    return {"text/html": html, "text/plain": text}
+    return {profile_mime.MIME_TYPE: profile_mime.data(profile, with_timeline=False),
+            "text/html": html, "text/plain": text}
 
 
 def show(profile: Profile, functions: bool = False) -> None:

@@ -297,7 +297,7 @@ class Profile:
         return path
 
     def _repr_mimebundle_(self, include: Iterable[str] | None = None,
-                          exclude: Iterable[str] | None = None) -> dict[str, str]:
+                          exclude: Iterable[str] | None = None) -> dict[str, Any]:
         from interp_rpc.display import profile as _profile_html
 
         return dict(_profile_html.bundle(self))

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
+from interp_rpc.display.profile_mime import MIME_TYPE
 from interp_rpc.profiling.model import Profile
 
 
@@ -39,6 +40,11 @@ def test_map_with_profile_shows_the_top_functions_of_every_worker(
     (bundle,) = shown
     assert "digits_helper" in bundle["text/plain"]  # pstats' listing, as %prun prints it
     assert "irpc-sortable" in bundle["text/html"]
+    # The JupyterLab extension's data: the function profile alone.
+    data = bundle[MIME_TYPE]
+    assert data["timeline"] is None and data["summary"] == []
+    assert any("digits_helper" in row[0] for row in data["functions"]["rows"])
+    json.dumps(bundle)  # what the kernel sends
     shell.run_line_magic("parallel_profile", "--functions")
     assert "digits_helper" in shown[-1]["text/plain"]
 
@@ -50,8 +56,9 @@ def test_parallel_profile_shows_the_last_map_item_by_item(
     assert not shown  # without --profile nothing is shown
     shell.run_line_magic("parallel_profile", "")
     (bundle,) = shown
-    assert set(bundle) == {"text/html", "image/svg+xml", "text/plain"}
+    assert set(bundle) == {MIME_TYPE, "text/html", "image/svg+xml", "text/plain"}
     assert "30 / " in bundle["text/plain"]  # items / requests
+    assert bundle[MIME_TYPE]["timeline"]["count"] == 30
     shell.run_line_magic("parallel_profile", "--functions")
     assert len(shown) == 1  # not a --profile run: says so instead
 

@@ -18,6 +18,7 @@ from support import FIXTURES, Gate, Gates, MakePool
 from interp_rpc import CallTimeoutError, InterpreterPool, RemoteError
 from interp_rpc._worker import profiling as worker_profiling
 from interp_rpc.display import profile as profile_html
+from interp_rpc.display import profile_mime
 from interp_rpc.errors import InterpRpcError
 from interp_rpc.profiling import model
 from interp_rpc.profiling import trace as chrome_trace
@@ -174,7 +175,7 @@ def test_html_keeps_a_static_picture_for_untrusted_notebooks_and_loads_nothing()
     assert "https://" not in html
     assert "var(--jp-ui-font-color1" in html and "currentColor" in html
     bundle = _synthetic(50)._repr_mimebundle_()
-    assert set(bundle) == {"text/html", "image/svg+xml", "text/plain"}
+    assert set(bundle) == {profile_mime.MIME_TYPE, "text/html", "image/svg+xml", "text/plain"}
     ElementTree.fromstring(bundle["image/svg+xml"])  # well-formed
 
 
