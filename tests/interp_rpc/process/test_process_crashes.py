@@ -67,7 +67,7 @@ def test_a_hundred_crashes_in_a_row_each_fail_one_call_and_leave_nothing(
                for t in targets]
     died = 0
     for future in futures:
-        with pytest.raises(WorkerDiedError, match="exited with code 1|SIGSEGV"):
+        with pytest.raises(WorkerDiedError, match=r"exited with code 1|SIGSEGV"):
             future.result(timeout=120)
         died += 1
     assert died == 100
