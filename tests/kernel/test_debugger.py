@@ -186,6 +186,23 @@ def test_a_breakpoint_survives_a_rerun_of_its_cell(debugging: DebugClient) -> No
         assert debugging.kernel.collect(msg_id, timeout=WAIT).status == "ok"
 
 
+def test_a_cell_that_starts_with_empty_lines_stops_on_its_line(debugging: DebugClient) -> None:
+    # IPython drops a cell's leading empty lines, unless a debugger runs.
+    cell = "\n\nfirst = 1\nsecond = 2\n"
+    path = debugging.set_breakpoints(cell, [4])
+    debugging.request("configurationDone")
+    msg_id, thread = debugging.run_to_breakpoint(cell)
+    frame = debugging.top_frame(thread)
+    assert (frame["source"]["path"], frame["line"]) == (path, 4)
+    assert "first" in {v["name"] for v in debugging.request(
+        "variables", {"variablesReference": next(
+            s["variablesReference"] for s in debugging.request(
+                "scopes", {"frameId": frame["id"]})["body"]["scopes"]
+            if s["name"] in ("Locals", "Globals"))})["body"]["variables"]}
+    debugging.request("continue", {"threadId": thread})
+    assert debugging.kernel.collect(msg_id, timeout=WAIT).status == "ok"
+
+
 def test_a_breakpoint_in_a_function_another_cell_calls(debugging: DebugClient) -> None:
     definition = "def scale(x):\n    y = x * 10\n    return y\n"
     path = debugging.set_breakpoints(definition, [2])

@@ -5,6 +5,8 @@ and the Variables panel's view of a namespace."""
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -34,6 +36,14 @@ def test_cell_hashes_are_ipykernels(code: str) -> None:
     encodable = code.encode("utf-8", "replace").decode("utf-8")
     assert get_tmp_hash_seed() == HASH_SEED
     assert our_murmur2(encodable.encode(), HASH_SEED) == murmur2_x86(encodable, HASH_SEED)
+
+
+def test_the_debugger_imports_no_ipython() -> None:
+    # It may be imported while the kernel imports IPython on another
+    # thread: two threads importing IPython's circular modules deadlock.
+    code = ("import sys; import interp_rpc_kernel.debugger; "
+            "assert not [m for m in sys.modules if m.startswith('IPython')], 'IPython'")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
 
 def test_a_cell_file_name() -> None:

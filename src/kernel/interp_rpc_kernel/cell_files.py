@@ -11,6 +11,9 @@ attached or not: a function a cell defined before the debugger started can
 still stop at a breakpoint later. Tracebacks still say `Cell In[n]`: IPython
 maps the name back to the cell's number.
 
+No IPython here: the debugger imports this module, maybe while the kernel
+still imports IPython on another thread (cell_compiler.py is IPython's side).
+
 The names are ipykernel's: MurmurHash2 (x86, 32 bits) of the cell's UTF-8
 text, with ipykernel's seed, which is what JupyterLab computes.
 """
@@ -21,10 +24,9 @@ import os
 import re
 import sys
 import tempfile
+import threading
 from array import array
 from functools import cache
-
-from IPython.core.compilerop import CachingCompiler
 
 #: The seed of the cells' hash; JupyterLab reads it from debugInfo.
 HASH_SEED = 0xC70F6907
@@ -35,7 +37,7 @@ CELL_FILE_SUFFIX = ".py"
 
 _MURMUR_M = 0x5BD1E995
 _MASK32 = 0xFFFFFFFF
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_LONE_SURROGATE = "[\ud800-\udfff]"
 
 
 def murmur2_x86(data: bytes, seed: int) -> int:
@@ -83,14 +85,11 @@ def cell_file_name(code: str) -> str:
         data = code.encode("utf-8")
     except UnicodeEncodeError:
         # A lone surrogate: U+FFFD in its place, as the frontend's encoder does.
-        data = _LONE_SURROGATE.sub("\ufffd", code).encode("utf-8")
+        data = re.sub(_LONE_SURROGATE, "\ufffd", code).encode("utf-8")
     digest = murmur2_x86(data, HASH_SEED)
     return f"{cell_file_prefix()}{digest}{CELL_FILE_SUFFIX}"
 
 
-class CellCompiler(CachingCompiler):
-    """IPython's compiler, naming each cell's code by its file (see the
-    module's docstring)."""
-
-    def get_code_name(self, raw_code: str, transformed_code: str, number: int) -> str:
-        return cell_file_name(raw_code)
+#: Set while a debugger session runs (debugger.py): IPython then keeps a
+#: cell's leading empty lines (see cell_compiler.py).
+keeping_leading_empty_lines = threading.Event()

@@ -42,6 +42,7 @@ from interp_rpc_kernel.cell_files import (
     cell_directory,
     cell_file_name,
     cell_file_prefix,
+    keeping_leading_empty_lines,
 )
 from interp_rpc_kernel.dap_connection import DapConnection, DapConnectionClosed, Message
 from interp_rpc_kernel.namespace_variables import NamespaceVariables, is_shown
@@ -61,6 +62,10 @@ KERNEL_MODULES = (
     "contextlib", "codeop", "threading", "debugpy", "_pydevd_bundle", "_pydev_bundle",
     "pydevd", "pydevd_file_utils",
 )
+
+#: The kernel's thread that imports IPython as it starts
+#: (interpreter_startup.cpp).
+IPYTHON_IMPORT_THREAD = "interp-rpc-import"
 
 #: Requests answered without debugpy (before any initialize, too).
 _STATIC_COMMANDS = frozenset({
@@ -108,6 +113,16 @@ def _source_path(request: Message) -> str:
     return path
 
 
+def _wait_for_ipython_import() -> None:
+    """Two threads importing modules that import each other deadlock (Python
+    raises _DeadlockError in one): debugpy is imported once the kernel's
+    import of IPython, which may still run when the first initialize comes,
+    is over."""
+    for thread in threading.enumerate():
+        if thread.name == IPYTHON_IMPORT_THREAD:
+            thread.join(ADAPTER_TIMEOUT)
+
+
 def _shell() -> Any:
     """IPython's shell, or None while the kernel has not started it."""
     getipython = sys.modules.get("IPython.core.getipython")
@@ -127,7 +142,6 @@ class KernelDebugger:
         self._stopped_threads: set[int] = set()
         self._attach_seq: int | None = None  # awaiting its "initialized" event
         self._namespace = NamespaceVariables()
-        self._removed_cleanup: dict[int, Any] = {}
 
     # -- the control thread's requests --------------------------------------
 
@@ -195,6 +209,7 @@ class KernelDebugger:
         if self._started:
             return
         if self._adapter_endpoint is None:
+            _wait_for_ipython_import()
             import debugpy
 
             # Processes that cells or pools start are not debugged: debugpy
@@ -203,12 +218,12 @@ class KernelDebugger:
             host, port = debugpy.listen((ADAPTER_HOST, 0))
             self._adapter_endpoint = (str(host), int(port))
         self._adapter = DapConnection.connect(*self._adapter_endpoint, timeout=ADAPTER_TIMEOUT)
-        self._keep_leading_empty_lines()
+        keeping_leading_empty_lines.set()
         self._started = True
 
     def _stop(self) -> None:
         self._lose_adapter()
-        self._restore_cleanup_transforms()
+        keeping_leading_empty_lines.clear()
         self._breakpoints.clear()
         self._started = False
 
@@ -416,29 +431,6 @@ class KernelDebugger:
             if isinstance(origin, str) and origin.endswith(".py"):
                 listed.append({"id": index, "name": module.__name__, "path": origin})
         return _response(request, body={"modules": listed, "totalModules": len(modules)})
-
-    # -- IPython ------------------------------------------------------------
-
-    def _keep_leading_empty_lines(self) -> None:
-        """IPython drops a cell's leading empty lines, which would move its
-        lines away from the breakpoints set on the cell's text."""
-        shell = _shell()
-        if shell is None:
-            return
-        from IPython.core.inputtransformer2 import leading_empty_lines
-
-        transforms = shell.input_transformer_manager.cleanup_transforms
-        if leading_empty_lines in transforms:
-            index = transforms.index(leading_empty_lines)
-            self._removed_cleanup[index] = transforms.pop(index)
-
-    def _restore_cleanup_transforms(self) -> None:
-        shell = _shell()
-        if shell is None:
-            return
-        transforms = shell.input_transformer_manager.cleanup_transforms
-        for index in sorted(self._removed_cleanup):
-            transforms.insert(index, self._removed_cleanup.pop(index))
 
 
 def resume_threads_left_stopped() -> None:

@@ -23,7 +23,7 @@ from IPython.core.shellapp import InteractiveShellApp
 from traitlets import default
 
 from interp_rpc_kernel import identity
-from interp_rpc_kernel.cell_files import CellCompiler
+from interp_rpc_kernel.cell_compiler import CellCompiler, install_cleanup_transform
 from interp_rpc_kernel.display import KernelDisplayHook, KernelDisplayPublisher
 from interp_rpc_kernel.history import KernelHistoryManager
 from interp_rpc_kernel.magics import KernelMagics
@@ -137,6 +137,7 @@ class KernelShellApp(BaseIPythonApplication, InteractiveShellApp):
             displayhook_class=KernelDisplayHook,
             compiler_class=CellCompiler,
         )
+        install_cleanup_transform(self.shell.input_transformer_manager.cleanup_transforms)
         identity.present_as_notebook_kernel(self.shell)
 
     def exit(self, exit_status: Any = 0) -> None:
