@@ -26,6 +26,7 @@ from interp_rpc_kernel.dap_connection import (
     DapConnectionClosed,
     DapProtocolError,
 )
+from interp_rpc_kernel.debugger import KernelDebugger
 from interp_rpc_kernel.namespace_variables import NamespaceVariables, is_shown
 
 
@@ -129,3 +130,94 @@ def test_the_variables_panel_expands_containers() -> None:
     view.reset()
     with pytest.raises(KeyError):
         view.children(top["items"]["variablesReference"])
+
+
+class FakeAdapter:
+    """A debug adapter that answers every request with success, and, as
+    debugpy does, answers attach only after its initialized event has been
+    followed by a configurationDone."""
+
+    def __init__(self) -> None:
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.endpoint: tuple[str, int] = self.server.getsockname()[:2]
+        self.received: list[dict[str, object]] = []
+        self.connections = 0
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self) -> None:
+        while True:
+            try:
+                sock, _ = self.server.accept()
+            except OSError:
+                return
+            self.connections += 1
+            connection = DapConnection(sock)
+            pending_attach = None
+            seq = 100
+            try:
+                while (message := connection.receive(None)) is not None:
+                    self.received.append(message)
+                    command = message["command"]
+                    if command == "closeConnection":
+                        connection.close()
+                        break
+                    if command == "attach":
+                        pending_attach = message
+                        connection.send({"type": "event", "seq": seq, "event": "initialized"})
+                        continue
+                    connection.send({"type": "response", "seq": seq, "success": True,
+                                     "request_seq": message["seq"], "command": command})
+                    if command == "configurationDone" and pending_attach is not None:
+                        connection.send({"type": "response", "seq": seq, "success": True,
+                                         "request_seq": pending_attach["seq"],
+                                         "command": "attach"})
+                        pending_attach = None
+            except (DapConnectionClosed, OSError):
+                pass
+
+
+def test_the_debugger_renumbers_requests_and_finishes_attach_itself() -> None:
+    adapter = FakeAdapter()
+    events: list[dict[str, object]] = []
+    debugger = KernelDebugger(events.append)
+    debugger._adapter_endpoint = adapter.endpoint  # as debugpy.listen() would set it
+    try:
+        response = debugger.handle({"type": "request", "seq": 7, "command": "initialize"})
+        assert (response["success"], response["request_seq"]) == (True, 7)
+        response = debugger.handle({"type": "request", "seq": 8, "command": "attach"})
+        assert (response["success"], response["request_seq"]) == (True, 8)
+        assert [m["command"] for m in adapter.received] == [
+            "initialize", "attach", "configurationDone"]
+        assert [e["event"] for e in events] == ["initialized"]
+        # The frontend's own configurationDone is answered without debugpy.
+        response = debugger.handle({"type": "request", "seq": 9, "command": "configurationDone"})
+        assert response["success"] and len(adapter.received) == 3
+
+        # The adapter goes away: the request fails, and a new initialize
+        # connects again.
+        response = debugger.handle({"type": "request", "seq": 10, "command": "closeConnection"})
+        assert response["success"] is False
+        response = debugger.handle({"type": "request", "seq": 11, "command": "threads"})
+        assert response["success"] is False and "not connected" in response["message"]
+        response = debugger.handle({"type": "request", "seq": 12, "command": "initialize"})
+        assert (response["success"], response["request_seq"]) == (True, 12)
+        assert adapter.connections == 2
+    finally:
+        debugger.handle({"type": "request", "seq": 13, "command": "disconnect"})
+        adapter.server.close()
+
+
+@pytest.mark.parametrize("request_", [
+    {"seq": 1}, {"seq": 1, "command": 5}, {"seq": 1, "command": "stackTrace"},
+    {"seq": 1, "command": "dumpCell", "arguments": {"code": 1}},
+    {"seq": 1, "command": "source", "arguments": {"source": "x"}},
+    {"seq": 1, "command": "variables", "arguments": {"variablesReference": 99}},
+    {"seq": 1, "command": "modules", "arguments": {"startModule": "a"}},
+    {"seq": 1, "command": "copyToGlobals", "arguments": {"srcVariableName": "a"}},
+])
+def test_bad_requests_get_a_response_that_names_the_problem(request_: dict[str, object]) -> None:
+    response = KernelDebugger(lambda event: None).handle(request_)
+    assert response["type"] == "response"
+    assert response["success"] is False
+    assert response["message"]

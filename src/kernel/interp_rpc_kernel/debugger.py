@@ -206,7 +206,7 @@ class KernelDebugger:
     # -- debugpy ------------------------------------------------------------
 
     def _start(self) -> None:
-        if self._started:
+        if self._started and self._adapter is not None:
             return
         if self._adapter_endpoint is None:
             _wait_for_ipython_import()
