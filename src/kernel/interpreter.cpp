@@ -279,23 +279,33 @@ nl::json interpreter::kernel_info_request_impl() {
        {{"text", "Matplotlib Reference"}, {"url", "https://matplotlib.org/stable/"}},
        {{"text", "SymPy Reference"}, {"url", "https://docs.sympy.org/latest/index.html"}},
        {{"text", "pandas Reference"}, {"url", "https://pandas.pydata.org/docs/"}}});
+  std::vector<std::string> features{"kernel subshells"};
+  if (m_debugger_available) {
+    features.emplace_back("debugger");
+  }
   nl::json reply = xeus::create_info_reply(
       "interp-rpc", INTERP_RPC_VERSION, "python", m_python_version, "text/x-python", ".py",
-      "ipython3", nl::json{{"name", "ipython"}, {"version", 3}}, "python", m_banner, help_links);
-  // No debugger: debugpy stalls kernels on Python 3.13+ (xeus-python #665).
-  reply["debugger"] = false;
-  reply["supported_features"] = nl::json::array({"kernel subshells"});
+      "ipython3", nl::json{{"name", "ipython"}, {"version", 3}}, "python", m_banner, help_links,
+      features);
+  // What frontends older than supported_features read.
+  reply["debugger"] = m_debugger_available;
   return reply;
 }
 
 nl::json interpreter::shutdown_request_impl(bool restart) {
   // The server stops once the main thread is back in its loop: end the cell
   // it may be running, and those still queued.
+  if (m_before_interrupt) {
+    m_before_interrupt(true);
+  }
   m_interrupter.stop();
   return xeus::create_shutdown_reply(restart);
 }
 
 nl::json interpreter::interrupt_request_impl() {
+  if (m_before_interrupt) {
+    m_before_interrupt(false);
+  }
   m_interrupter.interrupt();
   interrupt_child_processes();
   return xeus::create_interrupt_reply();

@@ -135,6 +135,12 @@ class interpreter final : public xeus::xinterpreter {
   // ipykernel does, and the server restarts it.
   bool exit_requested() const noexcept { return m_exit_requested; }
 
+  // Control thread: runs before an interrupt (false) or a stop (true)
+  // reaches the cell. The debugger sets it, to let a cell that waits at a
+  // breakpoint go first.
+  using control_hook = std::function<void(bool stopping)>;
+  void set_before_interrupt(control_hook hook) { m_before_interrupt = std::move(hook); }
+
   bool on_main_thread() const noexcept { return m_parent.on_main_thread(); }
   // The request the calling thread's output belongs to (see output_parent).
   const xeus::xrequest_context& current_request() const { return m_parent.current(); }
@@ -195,6 +201,8 @@ class interpreter final : public xeus::xinterpreter {
   const std::string m_connection_file;
   std::string m_python_version;
   std::string m_banner;
+  bool m_debugger_available = false;  // debugpy is installed (it loads on first use)
+  control_hook m_before_interrupt;  // control thread only
 
   bool m_exit_requested = false;
   std::atomic<int> m_execution_count{1};  // IPython's, mirrored for other threads

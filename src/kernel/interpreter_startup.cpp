@@ -96,6 +96,8 @@ void interpreter::prepare_python() {
   const py::module_ sys = py::module_::import("sys");
   const std::string version = sys.attr("version").cast<std::string>();
   m_python_version = version.substr(0, version.find(' '));
+  m_debugger_available =
+      !py::module_::import("importlib.util").attr("find_spec")("debugpy").is_none();
   m_banner = "Python " + version +
              "\nType 'copyright', 'credits' or 'license' for more information\n"
              "interp-rpc " INTERP_RPC_VERSION " -- IPython in a xeus kernel. Type '?' for help.\n";

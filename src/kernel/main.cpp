@@ -17,6 +17,7 @@
 #include <xeus/xkernel.hpp>
 #include <xeus/xkernel_configuration.hpp>
 
+#include "kernel/debugger.hpp"
 #include "kernel/history.hpp"
 #include "kernel/interpreter.hpp"
 #include "kernel/interrupter.hpp"
@@ -51,7 +52,8 @@ void run(const std::string& connection_file, const char* argv0) {
                                 &subshell_queues),
                             interpreter, subshell_queues),
                         std::make_unique<kernel::ipython_history>(
-                            [&interpreter] { return interpreter.shell(); }));
+                            [&interpreter] { return interpreter.shell(); }),
+                        /*logger=*/nullptr, kernel::make_debugger_builder(interpreter));
   // Python outlives xeus: whichever way start() ends, detach while xeus's
   // comm manager is still alive.
   struct detach_on_exit {

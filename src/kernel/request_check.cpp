@@ -123,8 +123,10 @@ std::string check_fields(const request_rule& rule, const nl::json& content) {
 
 std::string check_request(const xeus::xmessage& request, xeus::channel channel) {
   const std::string msg_type = request.header()["msg_type"].get<std::string>();
-  if (msg_type == "debug_request") {
-    return "debug_request: this kernel has no debugger";
+  if (msg_type == "debug_request" && channel == xeus::channel::SHELL) {
+    // Served on control, where it is answered while a cell waits at a
+    // breakpoint (ipykernel serves it there only, too).
+    return "debug_request is served on the control channel only, not on shell";
   }
   for (const request_rule& rule : rules()) {
     if (rule.msg_type != msg_type) {

@@ -16,7 +16,7 @@ def test_the_kernelspec_describes_the_kernel() -> None:
     assert spec.display_name == "Python (interp-rpc)"
     assert spec.language == "python"
     assert spec.interrupt_mode == "message"
-    assert spec.metadata == {"debugger": False}
+    assert spec.metadata == {"debugger": True}
     resource_dir = Path(spec.resource_dir)
     for logo in ("logo-32x32.png", "logo-64x64.png", "logo-svg.svg"):
         assert (resource_dir / logo).is_file(), logo

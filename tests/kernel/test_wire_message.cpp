@@ -156,7 +156,8 @@ TEST_CASE("requests xeus would misread are named with their problem") {
             .starts_with("history_request: unknown hist_access_type 'everything'"));
   CHECK(problem_of(header_of("complete_request"), R"({"code":"x","cursor_pos":4294967296})") ==
         "complete_request: 'cursor_pos' must be an integer, not 4294967296");
-  CHECK(problem_of(header_of("debug_request"), "{}") == "debug_request: this kernel has no debugger");
+  CHECK(problem_of(header_of("debug_request"), "{}") ==
+        "debug_request is served on the control channel only, not on shell");
   CHECK(problem_of(header_of("no_such_request"), "{}").empty());  // xeus logs and ignores it
 }
 
@@ -165,6 +166,8 @@ TEST_CASE("requests that run Python are refused on the control channel") {
         "execute_request is served on the shell channel only, not on control");
   CHECK(problem_of(header_of("interrupt_request"), "{}", xeus::channel::CONTROL).empty());
   CHECK(problem_of(header_of("kernel_info_request"), "{}", xeus::channel::CONTROL).empty());
+  // The debugger answers any content, with a DAP error response if need be.
+  CHECK(problem_of(header_of("debug_request"), "{}", xeus::channel::CONTROL).empty());
 }
 
 TEST_CASE("reply types") {

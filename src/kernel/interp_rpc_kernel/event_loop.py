@@ -86,18 +86,24 @@ class KernelEventLoop:
         task = self.loop.create_task(
             run_cell_on_loop(shell, code, store_history, silent, cell_id)
         )
-        while True:
-            try:
-                return self.loop.run_until_complete(task)
-            except KeyboardInterrupt:
-                if task.done():
-                    raise
-                task.cancel()
-            except RuntimeError:
-                # Before the task is done, only a loop.stop() (the cell's, or
-                # a task's) ends run_until_complete this way: the cell goes on.
-                if task.done():
-                    raise
+        try:
+            while True:
+                try:
+                    return self.loop.run_until_complete(task)
+                except KeyboardInterrupt:
+                    if task.done():
+                        raise
+                    task.cancel()
+                except RuntimeError:
+                    # Before the task is done, only a loop.stop() (the cell's,
+                    # or a task's) ends run_until_complete this way: the cell
+                    # goes on.
+                    if task.done():
+                        raise
+        finally:
+            debugger = sys.modules.get("interp_rpc_kernel.debugger")
+            if debugger is not None:
+                debugger.resume_threads_left_stopped()
 
 
 async def run_cell_on_loop(

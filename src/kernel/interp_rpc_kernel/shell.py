@@ -23,6 +23,7 @@ from IPython.core.shellapp import InteractiveShellApp
 from traitlets import default
 
 from interp_rpc_kernel import identity
+from interp_rpc_kernel.cell_compiler import CellCompiler, install_cleanup_transform
 from interp_rpc_kernel.display import KernelDisplayHook, KernelDisplayPublisher
 from interp_rpc_kernel.history import KernelHistoryManager
 from interp_rpc_kernel.magics import KernelMagics
@@ -134,7 +135,9 @@ class KernelShellApp(BaseIPythonApplication, InteractiveShellApp):
             user_ns=self.user_ns,
             display_pub_class=KernelDisplayPublisher,
             displayhook_class=KernelDisplayHook,
+            compiler_class=CellCompiler,
         )
+        install_cleanup_transform(self.shell.input_transformer_manager.cleanup_transforms)
         identity.present_as_notebook_kernel(self.shell)
 
     def exit(self, exit_status: Any = 0) -> None:
