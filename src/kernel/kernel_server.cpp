@@ -10,6 +10,7 @@
 
 #include <xeus/xhelper.hpp>
 
+#include "core/thread_start.hpp"
 #include "kernel/iopub_backlog.hpp"
 #include "kernel/request_check.hpp"
 
@@ -279,8 +280,11 @@ void kernel_server::start_impl(xeus::xpub_message message) {
   m_user_name = message.header().value("username", std::string());
   m_session = message.header().value("session", std::string());
   publish_impl(std::move(message), xeus::channel::SHELL);
-  m_io_thread = std::thread([this] { run_io_loop(); });
-  m_control_thread = std::thread([this] { run_control_loop(); });
+  // A thread that cannot start ends start(): the kernel exits, saying which
+  // (main.cpp); the destructor stops the one that did start.
+  m_io_thread = core::start_thread("the kernel's IOPub thread", [this] { run_io_loop(); });
+  m_control_thread =
+      core::start_thread("the kernel's control thread", [this] { run_control_loop(); });
   run_shell_loop();
   stop_threads();
 }
