@@ -217,7 +217,9 @@ void shell_protocol::publish_impl(xeus::xpub_message message, xeus::channel c) {
   // The idle status of an execute request that failed: abort the queue
   // first, so that a client that waits for this idle before it sends its
   // next request never has that request aborted.
-  if (m_execute.abort_pending && std::this_thread::get_id() == m_main_thread &&
+  // m_execute belongs to the main thread: other threads publish too, and
+  // must not even read it.
+  if (std::this_thread::get_id() == m_main_thread && m_execute.abort_pending &&
       message_type(message) == "status" && message.parent_header().is_object() &&
       message.parent_header().value("msg_id", "") == m_execute.msg_id &&
       message.content().value("execution_state", "") == "idle") {
