@@ -152,3 +152,4 @@ def kernel_under(library: Path, env: dict[str, str]) -> Iterator[KernelRun]:
                 process.kill()
             process.wait()
             manager.cleanup_resources()
+            manager.context.destroy(linger=0)  # each manager has its own: its sockets' fds
