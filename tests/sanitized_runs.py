@@ -44,7 +44,9 @@ RSS_MEASURING_SUITES = ("tests/interp_rpc/pool/test_leaks.py",
 #: exit by design, and a suppression matches a leak by any frame of its stack,
 #: so one that hid CPython's would hide ours called from Python too. (The C++
 #: tests, which embed Python, do look for leaks.)
-ASAN_OPTIONS = "detect_leaks=0:abort_on_error=0:halt_on_error=1"
+#: Nor is SIGSEGV taken over (handle_segv=0, also under TSan): tests crash
+#: workers on purpose and expect them to die of it, not to exit with a report.
+ASAN_OPTIONS = "detect_leaks=0:abort_on_error=0:halt_on_error=1:handle_segv=0"
 NO_QUARANTINE = "quarantine_size_mb=0:thread_local_quarantine_size_kb=0"
 UBSAN_OPTIONS = "print_stacktrace=1:halt_on_error=1"
 
@@ -55,7 +57,7 @@ UBSAN_OPTIONS = "print_stacktrace=1:halt_on_error=1"
 #: suppression cannot tell its threads from ours started from Python. (The C++
 #: tests, which join every thread they start, do report them.)
 TSAN_SUPPRESSIONS = HERE / "tsan-suppressions.txt"
-TSAN_OPTIONS = ("halt_on_error=0:second_deadlock_stack=1:report_thread_leaks=0:"
+TSAN_OPTIONS = ("halt_on_error=0:second_deadlock_stack=1:report_thread_leaks=0:handle_segv=0:"
                 f"suppressions={TSAN_SUPPRESSIONS}")
 
 #: How much of a report file a failing step prints.
