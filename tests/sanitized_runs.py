@@ -41,8 +41,12 @@ NOT_UNDER_THREAD_SANITIZER = ("tests/interp_rpc/dask",)
 #: Suites that assert how little the process's RSS grows. ASan's quarantine
 #: of freed memory (what finds a use after free) grows it by hundreds of MB:
 #: they run in a step of their own, without it.
-RSS_MEASURING_SUITES = ("tests/interp_rpc/pool/test_leaks.py",
-                        "tests/interp_rpc/pool/test_chaos.py")
+#: By the step they run in (the kernel's in a pytest of their own, as above).
+RSS_MEASURING = {"pool": ("tests/interp_rpc/pool/test_leaks.py",
+                          "tests/interp_rpc/pool/test_chaos.py"),
+                 "kernel": ("tests/kernel/test_memory.py",
+                            "tests/kernel/test_output_volume.py")}
+RSS_MEASURING_SUITES = tuple(suite for suites in RSS_MEASURING.values() for suite in suites)
 
 #: ASan's options. Leaks are not looked for: CPython leaves memory allocated at
 #: exit by design, and a suppression matches a leak by any frame of its stack,
@@ -129,11 +133,12 @@ def python_steps(kind: str, build_dir: str, python: str,
         steps.append(SanitizedStep(f"{name} under {kind} sanitizer", [*pytest, *ignored, *suites],
                                    environment(kind, reports), reports))
     if kind == "address":
-        reports = base / "rss"
-        steps.append(SanitizedStep(
-            "RSS-measuring suites under address sanitizer, without quarantine",
-            [*pytest, *RSS_MEASURING_SUITES],
-            environment(kind, reports, extra_asan=NO_QUARANTINE), reports))
+        for name, suites in RSS_MEASURING.items():
+            reports = base / f"{name}-rss"
+            steps.append(SanitizedStep(
+                f"{name}'s RSS-measuring suites under address sanitizer, without quarantine",
+                [*pytest, *suites], environment(kind, reports, extra_asan=NO_QUARANTINE),
+                reports))
     return steps
 
 
