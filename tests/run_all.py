@@ -9,9 +9,9 @@ Options (anything else goes to pytest):
 
 ``--sanitize[=address|thread]``
     only the tests of the sanitizer build that ./dev made for it: the C++
-    tests, and with address (ASan+UBSan) also the pool's Python suites
-    (SANITIZED_SUITES), run against the sanitized extension with the
-    sanitizer's runtime preloaded into python3 (which is not instrumented).
+    tests, then the pool's, the kernel's and the fault tests' Python suites
+    against the sanitized extension and kernel (tests/sanitized_runs.py); a
+    step fails on any sanitizer report, from any of its processes.
 ``--repeat N``
     only pytest, N times in a row, stopping at the first failing run: the way
     to show that a test is not flaky.
@@ -30,26 +30,18 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
+
+from sanitized_runs import (
+    SanitizerSetupError,
+    prepare,
+    python_steps,
+    reports_left,
+)
 
 PYTEST_NO_TESTS_COLLECTED = 5
 LINTED = ("src", "tests", "bench")
 BUSY_LOOP = "while True: pass"
-#: The Python suites that --sanitize=address runs against the sanitized extension.
-SANITIZED_SUITES = ("tests/interp_rpc", "tests/faults")
-#: The runtime's options there. Leaks are not looked for: CPython leaves
-#: memory allocated at exit by design, and a suppression matches a leak by any
-#: frame of its stack, so one that hid CPython's would hide ours called from
-#: Python too. (The C++ tests, which embed Python, do look for leaks.)
-ASAN_OPTIONS = "detect_leaks=0:abort_on_error=0:halt_on_error=1"
-#: Suites that assert how little the process's RSS grows. ASan's quarantine
-#: of freed memory (what finds a use after free) grows it by hundreds of MB:
-#: they run in a step of their own, without it.
-RSS_MEASURING_SUITES = ("tests/interp_rpc/pool/test_leaks.py",
-                        "tests/interp_rpc/pool/test_chaos.py")
-NO_QUARANTINE = "quarantine_size_mb=0:thread_local_quarantine_size_kb=0"
-UBSAN_OPTIONS = "print_stacktrace=1:halt_on_error=1"
-
-
 @dataclass
 class Options:
     sanitize: str | None = None
@@ -100,63 +92,46 @@ def cpu_hog(enabled: bool) -> Iterator[None]:
             hog.wait()
 
 
-type Step = tuple[str, list[str], dict[str, str]]
+#: A step: its name, its command, its environment, and where its processes
+#: write sanitizer reports (None: not a sanitized step).
+type Step = tuple[str, list[str], dict[str, str], Path | None]
 
 
-def run_step(name: str, argv: list[str], env: dict[str, str]) -> bool:
+def run_step(name: str, argv: list[str], env: dict[str, str], reports: Path | None) -> bool:
     shown = " ".join([*(f"{k}={v}" for k, v in env.items()), *argv])
     print(f"\n=== {name}: {shown}", flush=True)
+    if reports is not None:
+        prepare(reports)
     started = time.monotonic()
     code = subprocess.call(argv, env={**os.environ, **env})
     seconds = time.monotonic() - started
     if name.startswith("pytest") and code == PYTEST_NO_TESTS_COLLECTED:
         print("=== pytest collected no tests: that is a failure", flush=True)
-    verdict = "ok" if code == 0 else f"FAILED (exit {code})"
+    reported = reports_left(reports) if reports is not None else []
+    if reported:
+        print(f"=== {name}: {len(reported)} process(es) wrote a sanitizer report", flush=True)
+    verdict = "ok" if code == 0 and not reported else f"FAILED (exit {code})"
     print(f"=== {name}: {verdict} in {seconds:.1f} s", flush=True)
-    return code == 0
-
-
-def sanitizer_runtime(library: str) -> str:
-    """The compiler's shared runtime ``library`` (libasan.so), by path."""
-    path = subprocess.run(["c++", f"-print-file-name={library}"], capture_output=True,
-                          text=True, check=True).stdout.strip()
-    if not os.path.isabs(path):  # the compiler echoes the name back when it has none
-        raise UsageError(f"the compiler has no {library} (is its sanitizer runtime installed?)")
-    return path
+    return code == 0 and not reported
 
 
 def steps_of(options: Options, build_dir: str) -> list[Step]:
     ctest = ["ctest", "--test-dir", build_dir, "--output-on-failure", "--no-tests=error"]
     pytest = [sys.executable, "-m", "pytest", *options.pytest_args]
     if options.sanitize:
-        steps: list[Step] = [(f"C++ tests under {options.sanitize} sanitizer", ctest, {})]
-        if options.sanitize == "address":
-            # libstdc++ right after the runtime: python3 does not load it, and
-            # ASan then finds no __cxa_throw to forward its interceptor to
-            # (the first C++ exception aborts the process).
-            runtimes = [sanitizer_runtime("libasan.so"), sanitizer_runtime("libstdc++.so")]
-            preload = {"LD_PRELOAD": " ".join(runtimes),
-                       "ASAN_OPTIONS": ASAN_OPTIONS, "UBSAN_OPTIONS": UBSAN_OPTIONS}
-            pytest_sanitized = [sys.executable, "-m", "pytest"]
-            if options.pytest_args:
-                steps.append(("pytest under address sanitizer",
-                              [*pytest_sanitized, *options.pytest_args], preload))
-                return steps
-            ignored = [f"--ignore={suite}" for suite in RSS_MEASURING_SUITES]
-            steps.append(("pool suites under address sanitizer",
-                          [*pytest_sanitized, *ignored, *SANITIZED_SUITES], preload))
-            steps.append(("RSS-measuring suites under address sanitizer, without quarantine",
-                          [*pytest_sanitized, *RSS_MEASURING_SUITES],
-                          {**preload, "ASAN_OPTIONS": f"{ASAN_OPTIONS}:{NO_QUARANTINE}"}))
+        steps: list[Step] = [(f"C++ tests under {options.sanitize} sanitizer", ctest, {}, None)]
+        for step in python_steps(options.sanitize, build_dir, sys.executable,
+                                 options.pytest_args):
+            steps.append((step.name, step.argv, step.env, step.reports))
         return steps
     if options.repeat > 1:
-        return [(f"pytest run {n}/{options.repeat}", pytest, {})
+        return [(f"pytest run {n}/{options.repeat}", pytest, {}, None)
                 for n in range(1, options.repeat + 1)]
     return [
-        ("C++ tests", ctest, {}),
-        ("pytest", pytest, {}),
-        ("mypy --strict", [sys.executable, "-m", "mypy"], {}),
-        ("ruff", ["ruff", "check", *[d for d in LINTED if os.path.isdir(d)]], {}),
+        ("C++ tests", ctest, {}, None),
+        ("pytest", pytest, {}, None),
+        ("mypy --strict", [sys.executable, "-m", "mypy"], {}, None),
+        ("ruff", ["ruff", "check", *[d for d in LINTED if os.path.isdir(d)]], {}, None),
     ]
 
 
@@ -172,13 +147,13 @@ def main(args: list[str]) -> int:
         return 2
     try:
         steps = steps_of(options, build_dir)
-    except UsageError as exc:
+    except (UsageError, SanitizerSetupError) as exc:
         print(f"./dev test: {exc}", file=sys.stderr)
         return 2
     results: list[tuple[str, bool]] = []
     with cpu_hog(options.load):
-        for name, argv, env in steps:
-            ok = run_step(name, argv, env)
+        for name, argv, env, reports in steps:
+            ok = run_step(name, argv, env, reports)
             results.append((name, ok))
             if not ok and options.repeat > 1:
                 print(f"=== stopped at the first failing run ({name})", flush=True)

@@ -475,8 +475,12 @@ void interpreter::detach_from_kernel() {
     flush_streams();
     // They stay sys.stdout and sys.stderr, writing to the descriptors (see
     // stream::detach): threads may still print while Python finalizes.
-    p_stdout->detach();
-    p_stderr->detach();
+    // Either is missing if its thread could not start with the shell.
+    for (stream* s : {p_stdout, p_stderr}) {
+      if (s != nullptr) {
+        s->detach();
+      }
+    }
     py::object display_pub = m_shell.attr("display_pub");
     display_pub.attr("send_display_data") = py::none();
     display_pub.attr("send_clear_output") = py::none();

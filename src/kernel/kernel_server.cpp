@@ -10,6 +10,7 @@
 
 #include <xeus/xhelper.hpp>
 
+#include "core/thread_start.hpp"
 #include "kernel/iopub_backlog.hpp"
 #include "kernel/request_check.hpp"
 #include "kernel/socket_io.hpp"
@@ -222,9 +223,13 @@ void kernel_server::start_impl(xeus::xpub_message message) {
   m_user_name = message.header().value("username", std::string());
   m_session = message.header().value("session", std::string());
   publish_impl(std::move(message), xeus::channel::SHELL);
-  m_io_thread = std::thread([this] { run_io_loop(); });
-  m_shell_channel_thread = std::thread([this] { run_shell_channel_loop(); });
-  m_control_thread = std::thread([this] { run_control_loop(); });
+  // A thread that cannot start ends start(): the kernel exits, saying which
+  // (main.cpp); the destructor stops the ones that did start.
+  m_io_thread = core::start_thread("the kernel's IOPub thread", [this] { run_io_loop(); });
+  m_shell_channel_thread = core::start_thread("the kernel's shell channel thread",
+                                              [this] { run_shell_channel_loop(); });
+  m_control_thread =
+      core::start_thread("the kernel's control thread", [this] { run_control_loop(); });
   run_shell_loop();
   if (p_subshells != nullptr) {
     // Before the threads that send their replies and output stop.

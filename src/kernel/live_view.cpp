@@ -10,6 +10,7 @@
 #include <xeus/xinterpreter.hpp>
 
 #include "core/clock.hpp"
+#include "core/thread_start.hpp"
 #include "kernel/interpreter.hpp"
 #include "kernel/output_parent.hpp"
 
@@ -31,7 +32,8 @@ live_view::live_view(core::live_feed feed, live_view_options options,
     : m_feed(std::move(feed)),
       m_options(std::move(options)),
       m_done(m_options.after_seq, m_options.first_call_id) {
-  m_thread = std::thread(&live_view::run, this, std::move(parent));
+  m_thread = core::start_thread("the live view's publisher thread", &live_view::run, this,
+                                std::move(parent));
   std::lock_guard lock(g_views_mutex);
   g_views.insert(this);
 }

@@ -31,12 +31,14 @@ namespace kernel = interp_rpc::kernel;
 
 namespace {
 
-void run(const std::string& connection_file, const char* argv0) {
-  PyConfig config;
-  kernel::init_python_config(config);
-  const char* python_argv[] = {argv0};
-  py::scoped_interpreter python(&config, 1, python_argv, /*add_program_dir_to_path=*/false);
+// Why the kernel cannot go on, on stderr. Python must still be alive: the
+// message of a Python error is made when it is asked for, with the GIL.
+void say_why(const std::exception& e) {
+  std::cerr << "interp-rpc-kernel: " << e.what() << std::endl;
+}
 
+// The kernel's run with Python alive; throws what ends it.
+void serve(const std::string& connection_file) {
   // Declared before the kernel, whose server and shell use it.
   kernel::subshells subshell_queues;
   auto owned_interpreter = std::make_unique<kernel::interpreter>(connection_file);
@@ -74,6 +76,21 @@ void run(const std::string& connection_file, const char* argv0) {
   }
 }
 
+// Returns the process's exit code.
+int run(const std::string& connection_file, const char* argv0) {
+  PyConfig config;
+  kernel::init_python_config(config);
+  const char* python_argv[] = {argv0};
+  py::scoped_interpreter python(&config, 1, python_argv, /*add_program_dir_to_path=*/false);
+  try {
+    serve(connection_file);
+  } catch (const std::exception& e) {
+    say_why(e);
+    return 1;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char* argv[]) {
@@ -91,10 +108,9 @@ int main(int argc, char* argv[]) {
     return 2;
   }
   try {
-    run(connection_file, argv[0]);
+    return run(connection_file, argv[0]);
   } catch (const std::exception& e) {
-    std::cerr << "interp-rpc-kernel: " << e.what() << '\n';
+    say_why(e);  // before Python started, or while it finalized
     return 1;
   }
-  return 0;
 }

@@ -11,6 +11,8 @@
 
 #include <pybind11/pybind11.h>
 
+#include "core/thread_start.hpp"
+
 namespace py = pybind11;
 
 namespace interp_rpc::kernel {
@@ -50,16 +52,22 @@ sigint_relay::sigint_relay(interrupter& target) : m_target(target) {
   if (g_target.load() != nullptr) {
     throw std::logic_error("a process has one sigint_relay");
   }
+  // The relay is one of the kernel's own threads: it inherits the blocked
+  // SIGINT of the main thread at startup. It starts before the handler is
+  // installed: a thread that cannot start then leaves Python's handler, and
+  // no pointer to this object, behind.
+  m_thread = core::start_thread("the kernel's interrupt relay thread", [this] { relay(); });
   g_main_thread = gettid();
   g_received.store(&m_received);
   g_target.store(&m_target);
   const struct sigaction action = kernel_action();
   if (sigaction(SIGINT, &action, &m_python_action) != 0) {
+    g_target.store(nullptr);
+    g_received.store(nullptr);
+    m_stop.notify();
+    m_thread.join();
     throw std::runtime_error("cannot install the kernel's SIGINT handler");
   }
-  // The relay is one of the kernel's own threads: it inherits the blocked
-  // SIGINT of the main thread at startup.
-  m_thread = std::thread([this] { relay(); });
 }
 
 sigint_relay::~sigint_relay() {

@@ -13,6 +13,7 @@
 #include <system_error>
 #include <utility>
 
+#include "core/thread_start.hpp"
 #include "kernel/interpreter.hpp"
 #include "kernel/interrupter.hpp"
 #include "kernel/iopub_backlog.hpp"
@@ -132,11 +133,16 @@ stream::stream(interpreter& interpreter, std::string name, int fd)
     : p_interpreter(&interpreter), m_name(std::move(name)), m_fd(fd), m_pid(::getpid()) {
   m_wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (m_wake_fd < 0) throw_errno("eventfd");
-  m_thread = std::thread([this] {
-    // SIGINT is for the main thread only (see interrupter.hpp).
-    block_sigint_in_this_thread();
-    run();
-  });
+  try {
+    m_thread = core::start_thread("the kernel's " + m_name + " capture thread", [this] {
+      // SIGINT is for the main thread only (see interrupter.hpp).
+      block_sigint_in_this_thread();
+      run();
+    });
+  } catch (...) {
+    ::close(m_wake_fd);  // no destructor runs for a constructor that throws
+    throw;
+  }
 }
 
 stream::~stream() {

@@ -8,6 +8,10 @@
  *                                        fail the nth one, once (0: none)
  *   interp_rpc_pthread_create_calls()    calls counted since then
  *   interp_rpc_pthread_create_failures() calls failed since then
+ *
+ * A process that cannot be driven from inside before its threads start (the
+ * kernel) is given the nth call to fail, counted from its start, in the
+ * environment: INTERP_RPC_FAIL_PTHREAD_CREATE=n.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -23,6 +27,11 @@ typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(
 static atomic_long g_calls;
 static atomic_long g_fail_at;
 static atomic_long g_failures;
+
+__attribute__((constructor)) static void fail_from_the_environment(void) {
+  const char *nth = getenv("INTERP_RPC_FAIL_PTHREAD_CREATE");
+  if (nth != NULL) atomic_store(&g_fail_at, strtol(nth, NULL, 10));
+}
 
 void interp_rpc_fail_pthread_create(long nth) {
   atomic_store(&g_fail_at, 0);

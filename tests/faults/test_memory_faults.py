@@ -18,8 +18,9 @@ OUT_OF_MEMORY = "out of memory: the engine could not copy the worker's "
 
 @pytest.fixture(scope="module")
 def run() -> Run:
-    if "libasan" in os.environ.get("LD_PRELOAD", ""):
-        pytest.skip("AddressSanitizer maps terabytes of shadow memory: RLIMIT_AS means nothing "
+    preloaded = os.environ.get("LD_PRELOAD", "")
+    if "libasan" in preloaded or "libtsan" in preloaded:
+        pytest.skip("a sanitizer maps terabytes of shadow memory: RLIMIT_AS means nothing "
                     "under it")
     return run_program([str(HERE / "memory_limits.py")], {})
 
