@@ -469,16 +469,25 @@ def test_a_request_for_an_unknown_subshell_gets_an_error_reply(shared_kernel: Ke
     assert "'no-such-subshell'" in reply["evalue"]
 
 
-def test_shutdown_with_a_busy_subshell_does_not_hang() -> None:
+def _busy_subshell_kernel() -> tuple[Kernel, Any]:
+    """A kernel whose one subshell sleeps in a cell for ten minutes, and the
+    kernel's process."""
     kernel = start_kernel()
     try:
         traffic = Traffic(kernel)
         subshell = create_subshell(kernel)
-        running = traffic.execute("import time; time.sleep(600)", subshell)
-        traffic.busy(running)
+        traffic.busy(traffic.execute("import time; time.sleep(600)", subshell))
         provisioner = kernel.manager.provisioner
         assert provisioner is not None
-        process = provisioner.process  # type: ignore[attr-defined]
+        return kernel, provisioner.process  # type: ignore[attr-defined]
+    except BaseException:
+        stop_kernel(kernel)
+        raise
+
+
+def test_shutdown_with_a_busy_subshell_does_not_hang() -> None:
+    kernel, process = _busy_subshell_kernel()
+    try:
         started = time.monotonic()
         kernel.manager.shutdown_kernel(now=False)
         took = time.monotonic() - started
@@ -491,15 +500,8 @@ def test_shutdown_with_a_busy_subshell_does_not_hang() -> None:
 
 
 def test_restart_with_a_busy_subshell_does_not_hang() -> None:
-    kernel = start_kernel()
+    kernel, process = _busy_subshell_kernel()
     try:
-        traffic = Traffic(kernel)
-        subshell = create_subshell(kernel)
-        running = traffic.execute("import time; time.sleep(600)", subshell)
-        traffic.busy(running)
-        provisioner = kernel.manager.provisioner
-        assert provisioner is not None
-        process = provisioner.process  # type: ignore[attr-defined]
         started = time.monotonic()
         kernel.manager.restart_kernel(now=False)
         took = time.monotonic() - started
