@@ -33,6 +33,16 @@ def control(kernel: Kernel, msg_type: str, content: dict[str, Any] | None = None
             return reply
 
 
+def send_to_subshell(kernel: Kernel, subshell: str, msg_type: str,
+                     content: dict[str, Any]) -> str:
+    """Sends a shell message of ``msg_type`` to ``subshell``; returns its id."""
+    msg = kernel.client.session.msg(msg_type, content)
+    msg["header"]["subshell_id"] = subshell
+    kernel.client.shell_channel.send(msg)
+    msg_id: str = msg["header"]["msg_id"]
+    return msg_id
+
+
 def create_subshell(kernel: Kernel) -> str:
     reply = control(kernel, "create_subshell_request")
     assert reply["msg_type"] == "create_subshell_reply"
@@ -323,11 +333,7 @@ def test_a_comm_message_queued_behind_a_failing_cell_keeps_its_own_output(
     traffic.done(traffic.execute(PRINTING_TARGET))
 
     def to_subshell(msg_type: str, content: dict[str, Any]) -> str:
-        msg = kernel.client.session.msg(msg_type, content)
-        msg["header"]["subshell_id"] = subshell
-        kernel.client.shell_channel.send(msg)
-        msg_id: str = msg["header"]["msg_id"]
-        return msg_id
+        return send_to_subshell(kernel, subshell, msg_type, content)
 
     to_subshell("comm_open", {"comm_id": "printer-1", "target_name": "subshell_printer",
                               "data": {}})
@@ -377,11 +383,7 @@ def test_a_comm_on_a_subshell_answers_while_the_main_shell_sleeps(traffic: Traff
     traffic.done(traffic.execute(ECHO_TARGET))
 
     def to_subshell(msg_type: str, content: dict[str, Any]) -> str:
-        msg = kernel.client.session.msg(msg_type, content)
-        msg["header"]["subshell_id"] = subshell
-        kernel.client.shell_channel.send(msg)
-        msg_id: str = msg["header"]["msg_id"]
-        return msg_id
+        return send_to_subshell(kernel, subshell, msg_type, content)
 
     to_subshell("comm_open", {"comm_id": "echo-1", "target_name": "subshell_echo", "data": {}})
     main = traffic.execute("import time; time.sleep(3)")
