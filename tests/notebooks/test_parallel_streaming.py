@@ -1,5 +1,5 @@
 """%%parallel output streams while the cell runs, in both kernels and from
-workers that are subinterpreters or processes: a display updated in place
+workers that are subinterpreters, processes or a dask cluster's: a display updated in place
 shows it (grouped by worker) before the cell ends; then the grouped output is
 printed for good and the display is emptied."""
 
@@ -13,7 +13,7 @@ import pytest
 from jupyter_client.manager import start_new_kernel
 
 
-@pytest.mark.parametrize("pool", ["-n 2", "--processes -n 2"])
+@pytest.mark.parametrize("pool", ["-n 2", "--processes -n 2", "--dask local:2"])
 @pytest.mark.parametrize("kernel_name", ["python3", "interp-rpc"])
 def test_parallel_output_shows_while_the_cell_runs(kernel_name: str, pool: str,
                                                    tmp_path: Path) -> None:

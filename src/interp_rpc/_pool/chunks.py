@@ -26,12 +26,13 @@ if TYPE_CHECKING:
     from interp_rpc.profiling.recorder import ProfileRecorder
 
 
-def chunk_arguments(items: list[Any], start: int, *, collect: bool, output: int | None = None,
+def chunk_arguments(items: list[Any], start: int, *, collect: bool, output: object = None,
                     stop_flag: bytearray | None = None) -> tuple[Any, ...]:
     """The request arguments of a chunk of ``items`` whose first is item
     ``start`` of its run. ``collect``: a failing item's error takes its
     place among the results. ``output``: the id of the cross-interpreter
-    queue its prints go to. ``stop_flag``: a byte of the caller's memory;
+    queue its prints go to (or what stands for it, see
+    Pool.output_destination). ``stop_flag``: a byte of the caller's memory;
     set to 1, the chunk stops before its next item."""
     # A one-item chunk of a plain map carries no hooks (pickling them cost
     # 150 ns of the chunk's few µs in the caller).

@@ -26,6 +26,14 @@ class MapResults(Iterator[Any], Protocol):
     def close(self) -> None: ...
 
 
+class MapRunning(Protocol):
+    """A map begun (``map_run``)."""
+
+    def results(self) -> MapResults:
+        """The results, in order: what ``map`` returns."""
+        ...
+
+
 class EverywhereRun(Protocol):
     """A call sent once to each of several workers (``run_everywhere``)."""
 
@@ -64,9 +72,27 @@ class Pool(Protocol):
             timeout: float | None = None, chunksize: int | None = None,
             buffersize: int | None = None, errors: str = "raise") -> MapResults: ...
 
+    def map_run(self, fn: Callable[..., Any] | str, iterables: tuple[Iterable[Any], ...], *,
+                timeout: float | None, chunksize: int | None, buffersize: int | None,
+                errors: str, output: Any = None) -> MapRunning:
+        """``map``, whose items' prints go to ``output`` (an
+        ``output_destination``) as they are printed."""
+        ...
+
     def run_everywhere(self, target: Callable[..., Any] | str, args: tuple[Any, ...] = (),
                        kwargs: dict[str, Any] | None = None, *, timeout: float | None = None,
                        workers: Collection[int] | None = None) -> EverywhereRun: ...
+
+    def output_destination(self, queue_id: int) -> Any:
+        """What a request carries (a map's ``output``, a %%parallel cell's
+        argument) so that what its workers print goes, as they print it, into
+        the caller's cross-interpreter queue ``queue_id`` (notebook/relay.py)."""
+        ...
+
+    def output_labels(self) -> dict[int, int]:
+        """Each worker's index, by the label that the output it relays
+        into such a queue carries."""
+        ...
 
     def worker_indices(self) -> list[int]:
         """The indices ``run_everywhere(workers=...)`` accepts, and that

@@ -149,6 +149,13 @@ class EnginePool[Call: EngineCall](Executor, metaclass=abc.ABCMeta):
         chosen = range(self.workers) if workers is None else workers
         return EverywhereRun(self, encoded, target, timeout, chosen)
 
+    def output_destination(self, queue_id: int) -> int:
+        """What a request carries so that its workers' output goes into the
+        caller's queue ``queue_id``: the id itself, which every worker
+        reaches (a subinterpreter directly, a worker process through the
+        pool's reader)."""
+        return queue_id
+
     @abc.abstractmethod
     def output_labels(self) -> dict[int, int]:
         """Each worker's index, by the label that the output it relays into

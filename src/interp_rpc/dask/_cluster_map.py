@@ -44,11 +44,14 @@ class ClusterMapRun:
 
     def __init__(self, pool: ClusterPool, fn: Callable[..., Any] | str,
                  iterables: tuple[Iterable[Any], ...], *, timeout: float | None,
-                 chunksize: int | None, buffersize: int | None, errors: str = "raise") -> None:
+                 chunksize: int | None, buffersize: int | None, errors: str = "raise",
+                 output: object = None) -> None:
         spec = map_spec(fn, iterables, timeout=timeout, chunksize=chunksize,
                         buffersize=buffersize, errors=errors, check_open=pool._check_open)
         self._spec = spec
         self._pool = pool
+        # Where what the items print goes (ClusterPool.output_destination).
+        self._output = output
         self._lock = threading.Lock()
         self._jobs: collections.deque[Job] = collections.deque()  # in order, until yielded
         self._held: collections.deque[Job] = collections.deque()  # encoded, not sent yet
@@ -92,7 +95,7 @@ class ClusterMapRun:
         # Encoded once, here: the process that runs it forwards these bytes
         # to its pool, whose items are numbered from the chunk's first.
         mode = chunk_mode(self._spec.mode, len(items), profiled=bool(self._pool._profile_sessions))
-        arguments = chunk_arguments(items, 0, collect=self._spec.collect)
+        arguments = chunk_arguments(items, 0, collect=self._spec.collect, output=self._output)
         request = encode_call(self._spec.fn, arguments, {}, mode=mode, item_index=start,
                               normalized=self._spec.normalized)
         return self._pool._new_job(request, item_offset=start, item_count=len(items),
@@ -164,7 +167,11 @@ class ClusterMapRun:
 
     # ---------------------------------------------------------- collecting
 
-    def results(self) -> Generator[Any]:
+    def results(self) -> MapResults:
+        """The results, in order (what map() returns)."""
+        return MapResults(self)
+
+    def _generate(self) -> Generator[Any]:
         """The results, in order; the generator cancels what is left when
         closed, collected, or ended by an error."""
         try:
@@ -211,7 +218,7 @@ class MapResults(Iterator[Any]):
 
     def __init__(self, run: ClusterMapRun) -> None:
         self._run = run
-        self._results = run.results()
+        self._results = run._generate()
 
     def __iter__(self) -> MapResults:
         return self

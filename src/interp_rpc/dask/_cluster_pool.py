@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import concurrent.futures
-import contextlib
 import itertools
 import threading
 import time
@@ -17,13 +16,21 @@ from interp_rpc._pool.encoding import EncodedCall, encode_call
 from interp_rpc._pool.validation import check_count, check_init, check_timeout
 from interp_rpc.dask import _asking, _cluster_map, _profiling
 from interp_rpc.dask._asking import ANSWER_TIMEOUT
+from interp_rpc.dask._cluster_output import (
+    LAST_OUTPUT_GRACE,
+    OutputDestination,
+    OutputReceiver,
+    destination_in,
+)
 from interp_rpc.dask._cluster_reports import (
     RecordLog,
     cluster_status,
     summed_stats,
     take_in_report,
+    warn_if_gave_up,
 )
-from interp_rpc.dask._connect import client_for
+from interp_rpc.dask._connect import client_for, unregister_plugin
+from interp_rpc.dask._definitions import Definitions
 from interp_rpc.dask._jobs import EverywhereRun, Job
 from interp_rpc.dask._open_pools import open_pools, register_exit_handler
 from interp_rpc.dask._placement import ClusterWorker, Placement, Process
@@ -98,10 +105,6 @@ class ClusterPool(Executor):
         self._placement = Placement()
         self._failed: dict[str, list[WorkerInitFailure]] = {}  # address -> why
         self._records = RecordLog()
-        # Ids of the runs everywhere that processes joining later replay, in
-        # order; the scheduler keeps the runs themselves (see _plugin).
-        self._definitions: list[str] = []
-        self._definitions_lock = threading.Lock()
         self._profile_sessions: set[_profiling.ClusterProfileSession] = set()
         # Profiles whose end a Ctrl-C may have kept from the processes: the
         # next profile ends them there first.
@@ -110,6 +113,8 @@ class ClusterPool(Executor):
         self._owns_client = not isinstance(cluster, distributed.Client)
         self._name = f"interp-rpc-{uuid.uuid4().hex[:12]}"
         self._init_timeout = init_timeout
+        self._output = OutputReceiver(self._client, self._name)
+        self._definitions = Definitions(self._client, self._name)
         try:
             self._start(_plugin.PoolPlugin(self._name, workers_per_process, init, init_timeout))
         except BaseException:
@@ -143,18 +148,7 @@ class ClusterPool(Executor):
         return found
 
     def _unregister(self, wait: float = ANSWER_TIMEOUT) -> None:
-        """The scheduler forgets the plugin at once, then tells every worker
-        to tear it down and waits for all of them: this waits ``wait``
-        seconds at most, so that a worker that does not answer cannot hang
-        close()."""
-        def unregister() -> None:
-            # The workers may be gone already: nothing is left to tear down then.
-            with contextlib.suppress(Exception):
-                self._client.unregister_worker_plugin(self._name)
-
-        waiting = threading.Thread(target=unregister, name="interp-rpc-unregister", daemon=True)
-        waiting.start()
-        waiting.join(wait)
+        unregister_plugin(self._client, self._name, wait)
 
     def _known_addresses(self) -> list[str]:
         """The dask workers this pool knows and that are not gone: those
@@ -221,9 +215,28 @@ class ClusterPool(Executor):
         item's RemoteError takes its place among the results instead, and the
         map goes on.
         """
-        return _cluster_map.MapResults(_cluster_map.ClusterMapRun(
-            self, fn, iterables, timeout=timeout, chunksize=chunksize, buffersize=buffersize,
-            errors=errors))
+        return self.map_run(fn, iterables, timeout=timeout, chunksize=chunksize,
+                            buffersize=buffersize, errors=errors).results()
+
+    def map_run(self, fn: Callable[..., Any] | str, iterables: tuple[Iterable[Any], ...], *,
+                timeout: float | None, chunksize: int | None, buffersize: int | None,
+                errors: str, output: object = None) -> _cluster_map.ClusterMapRun:
+        """The run behind map(), begun; ``output``: where what the items
+        print goes (see output_destination)."""
+        return _cluster_map.ClusterMapRun(self, fn, iterables, timeout=timeout,
+                                          chunksize=chunksize, buffersize=buffersize,
+                                          errors=errors, output=output)
+
+    def output_destination(self, queue_id: int) -> OutputDestination:
+        """What a request carries so that what its workers print reaches the
+        caller's cross-interpreter queue ``queue_id`` (see _cluster_output)."""
+        return OutputDestination(queue_id)
+
+    def output_labels(self) -> dict[int, int]:
+        """Each worker's index, by the label of the output it relays: the
+        receiver labels it with the index itself."""
+        return {int(w): int(w) for p in self._placement.every() for w in map(p.worker,
+                                                                            range(p.slots))}
 
     def profile(self, functions: bool = False) -> _profiling.ClusterProfileSession:
         """Profile what the cluster runs in a ``with`` block, as
@@ -254,6 +267,10 @@ class ClusterPool(Executor):
         %%parallel uses)."""
         check_timeout("timeout", timeout)
         request = encode_call(target, args, kwargs or {}, check_open=self._check_open)
+        # Replayed later, where nobody shows what it prints.
+        replayable = request if destination_in(request) is None else encode_call(
+            target, tuple(None if isinstance(a, OutputDestination) else a for a in args),
+            kwargs or {})
         wanted = None if workers is None else set(workers)
         run_id = uuid.uuid4().hex if workers is None else None
         jobs: dict[Process, Job] = {}
@@ -266,21 +283,7 @@ class ClusterPool(Executor):
             jobs[process] = job
         for job in jobs.values():
             self._start_job(job)
-        return EverywhereRun(self, request, run_id, jobs, timeout)
-
-    def _remember(self, run_id: str, label: str, request: EncodedCall) -> None:
-        """Keep a run for processes that join later: in the scheduler first,
-        so that every job sent from now on, which asks for one more
-        definition, finds it there."""
-        definition = {"id": run_id, "label": label, "request": request.data,
-                      "buffers": [bytes(b.raw()) for b in request.buffers]}
-        with self._definitions_lock:
-            if run_id in self._definitions:
-                return
-            self._client.set_metadata(
-                [self._name, self._plugin_module.DEFINITIONS, str(len(self._definitions))],
-                definition)
-            self._definitions.append(run_id)
+        return EverywhereRun(self, replayable, run_id, jobs, timeout)
 
     def _check_open(self, name: str) -> None:
         if self._closed:
@@ -299,9 +302,11 @@ class ClusterPool(Executor):
                  everywhere: tuple[list[int] | None, float | None, str | None] | None = None
                  ) -> Job:
         """A job not sent yet (a map keeps chunks back until there is room)."""
-        return Job(next(self._job_ids), request, item_offset,
-                    0 if pinned is not None else self._retries, item_count=item_count,
-                    collect=collect, pinned=pinned, everywhere=everywhere)
+        job = Job(next(self._job_ids), request, item_offset,
+                  0 if pinned is not None else self._retries, item_count=item_count,
+                  collect=collect, pinned=pinned, everywhere=everywhere)
+        self._output.attach(job)
+        return job
 
     def _start_job(self, job: Job) -> None:
         """Send the job: close() waits for it from now on."""
@@ -325,6 +330,7 @@ class ClusterPool(Executor):
     def _forget(self, job: Job) -> None:
         with self._lock:
             self._jobs.pop(job.id, None)
+        self._output.forget(job)
 
     def _dispatch(self, job: Job, exclude: frozenset[str]) -> None:
         """Pin the job to the least loaded process, as a dask task that may
@@ -344,9 +350,10 @@ class ClusterPool(Executor):
         job.process = process
         job.dispatched = time.monotonic()
         function, extra = ((self._plugin_module.run_job,
-                            (job.item_count if request.is_chunk else None,))
+                            (job.item_count if request.is_chunk else None, job.output_buffer))
                            if job.everywhere is None
-                           else (self._plugin_module.run_everywhere, job.everywhere))
+                           else (self._plugin_module.run_everywhere,
+                                 (*job.everywhere, job.output_buffer)))
         # The definitions remembered so far: the process replays those it
         # lacks before running the job.
         needed = len(self._definitions)
@@ -377,6 +384,9 @@ class ClusterPool(Executor):
         if job.task is not task or job.future.done():
             return  # an attempt the watcher gave up on, or a cancelled call
         if task.status == "finished":
+            if job.output is not None:
+                # Its output's last piece went out before its result.
+                job.output.complete.wait(LAST_OUTPUT_GRACE)
             failed_pool = settle_finished(job, process, task)
             if failed_pool is not None:
                 self._failed.setdefault(process.address, failed_pool.failures)
@@ -475,6 +485,7 @@ class ClusterPool(Executor):
                 job.future.cancel()
         self._stop_watching.set()
         self._watcher.join()
+        self._output.close()
         stuck: list[str] = []
         silent: list[str] = []
         answer_wait: float | None = None
@@ -493,22 +504,9 @@ class ClusterPool(Executor):
             # With a worker silent, dask's wait for every worker's teardown
             # would last until the scheduler removes it.
             self._unregister(wait=0.0 if silent else ANSWER_TIMEOUT)
-            if self._definitions:
-                # Dask has no way to delete metadata: drop the definitions' bytes.
-                with contextlib.suppress(Exception):
-                    self._client.set_metadata(self._name, None)
+            self._definitions.drop()
         self._shut_down_client()
-        if stuck:
-            warnings.warn(
-                f"ClusterPool.close() gave up after {timeout:g} s on {len(stuck)} running "
-                f"call(s): {'; '.join(stuck)}. A running call cannot be interrupted; it is "
-                "left to finish on its own.", RuntimeWarning, stacklevel=2)
-        if silent:
-            warnings.warn(
-                f"ClusterPool.close() gave up on {len(silent)} dask worker(s) that did not "
-                f"answer within {answer_wait:g} s: {', '.join(silent)} (stopped, hung or cut "
-                "off). "
-                "Each closes its pool when it leaves the cluster.", RuntimeWarning, stacklevel=2)
+        warn_if_gave_up(stuck, timeout, silent, answer_wait)
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         """The Executor spelling of close()."""

@@ -5,6 +5,7 @@ summed totals, and one log of call records numbered in the caller."""
 from __future__ import annotations
 
 import threading
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import fields
 from typing import Any
@@ -116,3 +117,20 @@ class RecordLog:
                         "seq": first + offset, "worker": process.worker(r.worker)}))
             del self._records[:-RECORDS_KEPT]
             return [r for r in self._records if r.seq > after]
+
+
+def warn_if_gave_up(stuck: list[str], timeout: float | None, silent: list[str],
+                    answer_wait: float | None) -> None:
+    """ClusterPool.close()'s warnings: the calls still running when its
+    ``timeout`` ran out, and the processes that did not answer."""
+    if stuck:
+        warnings.warn(
+            f"ClusterPool.close() gave up after {timeout:g} s on {len(stuck)} running "
+            f"call(s): {'; '.join(stuck)}. A running call cannot be interrupted; it is "
+            "left to finish on its own.", RuntimeWarning, stacklevel=3)
+    if silent:
+        warnings.warn(
+            f"ClusterPool.close() gave up on {len(silent)} dask worker(s) that did not "
+            f"answer within {answer_wait:g} s: {', '.join(silent)} (stopped, hung or cut "
+            "off). Each closes its pool when it leaves the cluster.",
+            RuntimeWarning, stacklevel=3)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from typing import TYPE_CHECKING, Any
 
 from interp_rpc.dask._asking import ANSWER_TIMEOUT
@@ -70,3 +71,18 @@ def _close_unconnected(client: distributed.Client) -> None:
     if runner is not None:
         with contextlib.suppress(Exception):
             runner.stop()
+
+
+def unregister_plugin(client: distributed.Client, name: str, wait: float) -> None:
+    """The scheduler forgets the pool's plugin at once, then tells every
+    worker to tear it down and waits for all of them: this waits ``wait``
+    seconds at most, so that a worker that does not answer cannot hang
+    close()."""
+    def unregister() -> None:
+        # The workers may be gone already: nothing is left to tear down then.
+        with contextlib.suppress(Exception):
+            client.unregister_worker_plugin(name)
+
+    waiting = threading.Thread(target=unregister, name="interp-rpc-unregister", daemon=True)
+    waiting.start()
+    waiting.join(wait)

@@ -20,6 +20,7 @@ from interp_rpc.errors import CallTimeoutError
 if TYPE_CHECKING:
     import distributed
 
+    from interp_rpc.dask._cluster_output import JobOutput
     from interp_rpc.dask._cluster_pool import ClusterPool
 
 
@@ -49,6 +50,10 @@ class Job:
         self.dispatched = 0.0  # monotonic
         # A map chunk whose item failed: the results of the items before it.
         self.partial: list[Any] = []
+        # A job whose workers' output goes to the caller: where it goes, and
+        # which of the request's buffers says so (see _cluster_output).
+        self.output: JobOutput | None = None
+        self.output_buffer: int | None = None
         self.lock = threading.Lock()
 
     def settle(self, value: Any = None, error: BaseException | None = None) -> bool:
@@ -114,7 +119,7 @@ class EverywhereRun:
         if its replay fails, e.g. "the %%parallel cell In[4]"."""
         if self.run_id is None:
             raise ValueError("a run on chosen subinterpreters is not replayed elsewhere")
-        self._pool._remember(self.run_id, label, self.request)
+        self._pool._definitions.remember(self.run_id, label, self.request)
 
     def wait(self) -> dict[int, Any | BaseException]:
         """Every subinterpreter's outcome once all have one; a process that

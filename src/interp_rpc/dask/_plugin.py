@@ -39,6 +39,8 @@ from interp_rpc._pool.engine import _core
 from interp_rpc._pool.exit_policy import EXIT_TIMEOUT
 from interp_rpc._pool.pool import InterpreterPool
 from interp_rpc.dask import _profiling
+from interp_rpc.dask._cluster_output import Forwarder
+from interp_rpc.dask._definitions import DEFINITIONS
 from interp_rpc.dask._relayed_errors import as_pool_error
 from interp_rpc.errors import (
     CallTimeoutError,
@@ -62,8 +64,6 @@ if TYPE_CHECKING:
 #: of the items before it).
 Outcome = tuple[Any, ...]
 
-#: The metadata key, under the pool's name, of the pool's definitions.
-DEFINITIONS = "definitions"
 
 #: How long a process waits for the scheduler to hand it the definitions.
 METADATA_TIMEOUT = 30.0
@@ -198,10 +198,13 @@ class PoolPlugin(WorkerPlugin):
         return [f"subinterpreter {w.index} running {w.target!r} for {w.busy_seconds:.1f} s"
                 for w in pool.status() if w.state == "busy"]
 
-    def _serve(self, job: int, target_name: str, needed: int,
-               work: Callable[[InterpreterPool], Outcome]) -> Outcome:
-        """``work(pool)`` for a job, once this process is ready and has the
-        definitions the job needs; what it raises becomes an outcome."""
+    def _serve(self, job: int, target_name: str, needed: int, buffers: list[Any],
+               output: int | None, work: Callable[[InterpreterPool, list[Any]], Outcome]
+               ) -> Outcome:
+        """``work(pool, buffers)`` for a job, once this process is ready and
+        has the definitions the job needs; what it raises becomes an outcome.
+        ``output``: the index among ``buffers`` of the destination of what
+        the job prints, to forward to the caller (see _cluster_output)."""
         self.ready.wait()
         self._catch_up(needed)
         pool = self.pool
@@ -209,19 +212,27 @@ class PoolPlugin(WorkerPlugin):
             assert self.failure is not None
             return "error", self.failure
         self.running[job] = (target_name, time.monotonic())
+        forwarder = None
         try:
-            return work(pool)
+            buffers = list(buffers)
+            if output is not None:
+                assert self.worker is not None
+                forwarder = Forwarder(self.worker, self.name, job, pool.output_labels)
+                buffers[output] = forwarder.buffer
+            return work(pool, buffers)
         except Exception as exc:
             return "error", as_pool_error(exc)
         finally:
             del self.running[job]
+            if forwarder is not None:
+                forwarder.close()
 
     def run(self, job: int, target_name: str, request: bytes, buffers: list[Any],
-            needed: int, chunk_items: int | None) -> Outcome:
+            needed: int, chunk_items: int | None, output: int | None) -> Outcome:
         """A call, or a map chunk of ``chunk_items`` items, as the caller
         encoded it: its bytes go to this process's pool unchanged (nothing is
         unpickled here, in the dask worker's own interpreter)."""
-        def call_or_map(pool: InterpreterPool) -> Outcome:
+        def call_or_map(pool: InterpreterPool, buffers: list[Any]) -> Outcome:
             encoded = _received(target_name, request, buffers, chunk_items is not None)
             if chunk_items is None:
                 return "ok", pool.call_encoded(encoded)
@@ -233,7 +244,7 @@ class PoolPlugin(WorkerPlugin):
                 return "error", failure, values
             return "ok", values
 
-        return self._serve(job, target_name, needed, call_or_map)
+        return self._serve(job, target_name, needed, buffers, output, call_or_map)
 
     def _note_chunk(self, job: int, call_id: int) -> None:
         """While a profile is on: the job a map chunk's request serves."""
@@ -242,13 +253,13 @@ class PoolPlugin(WorkerPlugin):
 
     def run_everywhere(self, job: int, target_name: str, request: bytes, buffers: list[Any],
                        needed: int, subinterpreters: list[int] | None, timeout: float | None,
-                       run_id: str | None) -> Outcome:
+                       run_id: str | None, output: int | None) -> Outcome:
         """The call once in each of ``subinterpreters`` (None: all), for
         %%parallel: ("ok", [(subinterpreter, outcome), ...]), each outcome
         ("ok", value) or ("error", description). ``run_id`` names a run in
         every subinterpreter: if the pool remembers it, this process does
         not replay it."""
-        def in_each(pool: InterpreterPool) -> Outcome:
+        def in_each(pool: InterpreterPool, buffers: list[Any]) -> Outcome:
             outcomes = pool.run_everywhere_encoded(
                 _received(target_name, request, buffers, False), timeout=timeout,
                 workers=subinterpreters).wait()
@@ -258,7 +269,7 @@ class PoolPlugin(WorkerPlugin):
                            if isinstance(outcome, BaseException) else ("ok", outcome))
                           for index, outcome in outcomes.items()]
 
-        return self._serve(job, target_name, needed, in_each)
+        return self._serve(job, target_name, needed, buffers, output, in_each)
 
     def start_profile(self, token: str, functions: bool, stale: list[str]) -> str | None:
         """Start profiling this process's pool, after ending the ``stale``
@@ -340,26 +351,28 @@ def _plugin(worker: Worker, name: str) -> PoolPlugin | None:
 
 
 def run_job(name: str, job: int, target_name: str, request: bytes,
-            buffers: list[Any], needed: int, chunk_items: int | None) -> Outcome:
+            buffers: list[Any], needed: int, chunk_items: int | None,
+            output: int | None) -> Outcome:
     """The dask task of a call, or of a map chunk of ``chunk_items`` items,
-    once this process has the first ``needed`` definitions of the pool."""
+    once this process has the first ``needed`` definitions of the pool;
+    ``output``: see PoolPlugin._serve."""
     plugin = _plugin(get_worker(), name)
     if plugin is None:
         return "error", PoolClosedError(
             f"the pool is closed on this dask worker; cannot call {target_name!r}")
-    return plugin.run(job, target_name, request, buffers, needed, chunk_items)
+    return plugin.run(job, target_name, request, buffers, needed, chunk_items, output)
 
 
 def run_everywhere(name: str, job: int, target_name: str, request: bytes, buffers: list[Any],
                    needed: int, subinterpreters: list[int] | None, timeout: float | None,
-                   run_id: str | None) -> Outcome:
+                   run_id: str | None, output: int | None) -> Outcome:
     """The dask task of a call run once in several subinterpreters of one process."""
     plugin = _plugin(get_worker(), name)
     if plugin is None:
         return "error", PoolClosedError(
             f"the pool is closed on this dask worker; cannot call {target_name!r}")
     return plugin.run_everywhere(job, target_name, request, buffers, needed, subinterpreters,
-                                 timeout, run_id)
+                                 timeout, run_id, output)
 
 
 # Functions the caller runs on every worker with Client.run (dask passes the

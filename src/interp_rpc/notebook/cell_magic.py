@@ -11,7 +11,6 @@ from IPython.core.magic import no_var_expand
 from IPython.core.magic_arguments import argument, kwds, magic_arguments
 
 from interp_rpc._pool import replies
-from interp_rpc._pool.engine_pool import EnginePool
 from interp_rpc._pool.everywhere import Interrupted
 from interp_rpc.display import errors as error_display
 from interp_rpc.notebook import live, options, worker_output
@@ -70,12 +69,10 @@ def parallel(self: ParallelMagics, line: str, cell: str | None = None) -> None:
     cell_number = self.shell.execution_count - 1
     filename = self.shell.compile.cache(source, cell_number, raw_code=source)
     compile(source, filename, "exec")
-    # Streamed while it runs where a display can be updated in place, from
-    # the pools whose workers relay what they print (not a cluster's).
-    streamed = (worker_output.CellOutput(pool)
-                if isinstance(pool, EnginePool) and not live.in_terminal() else None)
+    # Streamed while it runs where a display can be updated in place.
+    streamed = worker_output.CellOutput(pool) if not live.in_terminal() else None
     run_args = (source, filename) if streamed is None else (source, filename,
-                                                             streamed.relay.id)
+                                                             streamed.relay.destination)
     everywhere = args.targets is None
     if streamed is not None:
         streamed.start()

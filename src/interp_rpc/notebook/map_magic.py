@@ -17,7 +17,6 @@ from IPython.core.magic import no_var_expand
 from IPython.core.magic_arguments import argument, kwds, magic_arguments
 
 from interp_rpc._pool import targets as _targets
-from interp_rpc._pool.engine_pool import EnginePool
 from interp_rpc._pool.map import MapRun
 from interp_rpc._pool.pool import InterpreterPool
 from interp_rpc.errors import MISSING, RemoteError
@@ -111,7 +110,7 @@ def _map_locally(pool: InterpreterPool, target: Callable[..., Any] | str, items:
         run = MapRun(pool, target, (items,), timeout=args.timeout,
                      chunksize=args.chunksize, buffersize=None,
                      on_dispatched=view.start, errors=args.errors,
-                     output=printed.relay.id)
+                     output=printed.relay.destination)
         return run.collect()
     except RemoteError as failure:
         succeeded = sum(r is not MISSING for r in failure.partial_results or ())
@@ -128,22 +127,17 @@ def _map_polled(pool: Pool, target: Callable[..., Any] | str, items: list[Any],
                 args: argparse.Namespace, stuck_after: float) -> list[Any]:
     """%parallel_map on a pool whose status is asked for (a ProcessPool, a
     dask cluster): results read as they arrive, in order, their count shown
-    as progress over the pool's live status. A ProcessPool's workers relay
-    what they print, shown under the item that printed it."""
+    as progress over the pool's live status, and what the workers print,
+    under the item that printed it."""
     progress = polled_view.MapView(pool, _targets.describe(target), len(items), stuck_after)
-    printed: worker_output.WorkerOutput | None = None
+    printed = worker_output.WorkerOutput(pool)
     received: MapResults
     results: list[Any] = []
     try:
-        if isinstance(pool, EnginePool):
-            printed = worker_output.WorkerOutput(pool)
-            printed.start()
-            received = pool.map_run(target, (items,), timeout=args.timeout,
-                                    chunksize=args.chunksize, buffersize=None,
-                                    errors=args.errors, output=printed.relay.id).results()
-        else:
-            received = pool.map(target, items, timeout=args.timeout,
-                                chunksize=args.chunksize, errors=args.errors)
+        printed.start()
+        received = pool.map_run(target, (items,), timeout=args.timeout,
+                                chunksize=args.chunksize, buffersize=None,
+                                errors=args.errors, output=printed.relay.destination).results()
         # Closed at once on an error or Ctrl-C: chunks not started are cancelled.
         with contextlib.closing(received):
             progress.start()
@@ -159,8 +153,7 @@ def _map_polled(pool: Pool, target: Callable[..., Any] | str, items: list[Any],
         failure.partial_results = [*results, *[MISSING] * (len(items) - len(results))]
         raise
     finally:
-        if printed is not None:
-            printed.stop()
+        printed.stop()
         progress.stop()
     return results
 

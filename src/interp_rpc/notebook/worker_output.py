@@ -21,9 +21,8 @@ import contextvars
 import sys
 import threading
 import uuid
-from typing import Any
 
-from interp_rpc._pool.engine_pool import EnginePool
+from interp_rpc._pool.contract import Pool
 from interp_rpc.display import errors
 from interp_rpc.notebook.relay import OutputRelay, Printed
 
@@ -50,7 +49,7 @@ class WorkerOutput:
     """Shows the workers' output of one map while it runs (``start()`` before
     the map, ``stop()`` after it: stop shows what is still on its way)."""
 
-    def __init__(self, pool: EnginePool[Any]) -> None:
+    def __init__(self, pool: Pool) -> None:
         self.relay = OutputRelay(pool)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -102,7 +101,7 @@ class CellOutput:
     """The live display of a %%parallel cell's output (``start()`` before the
     cell runs, ``stop()`` after it: stop empties the display)."""
 
-    def __init__(self, pool: EnginePool[Any]) -> None:
+    def __init__(self, pool: Pool) -> None:
         self.relay = OutputRelay(pool)
         self._texts: dict[str, dict[int, str]] = {"stdout": {}, "stderr": {}}
         self._display_id = f"interp-rpc-cell-{uuid.uuid4().hex}"

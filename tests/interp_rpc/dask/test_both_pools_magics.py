@@ -229,8 +229,6 @@ def test_a_map_shows_its_progress_over_the_live_table(
 
 def test_what_workers_print_during_a_map_shows_under_worker_and_item(
         kind: str, run: Run) -> None:
-    if kind == "dask":
-        pytest.skip("a cluster's workers do not relay what they print yet")
     assert run("%%parallel\nimport sys\ndef chatty_everywhere(x):\n"
                "    print('working on', x)\n"
                "    print('warning', x, file=sys.stderr)\n    return x\n").error is None
@@ -241,6 +239,37 @@ def test_what_workers_print_during_a_map_shows_under_worker_and_item(
     assert all(item == printed for _, item, printed in blocks), ran.out
     assert {int(w) for w, _, _ in blocks} <= {0, 1}, ran.out
     assert len(re.findall(r"\[worker \d, item \d\]\nwarning \d\n", ran.err)) == 6, ran.err
+
+
+def test_what_a_cell_prints_shows_while_it_runs_then_grouped(
+        run: Run, frontend: list[Shown], tmp_path: Path) -> None:
+    """The workers wait for a gate that opens only once a display updated
+    in place has shown what they printed first."""
+    gate = tmp_path / "gate"
+
+    def early_shown() -> bool:
+        return any(s.update and "early" in s.data["text/plain"] for s in list(frontend))
+
+    def open_the_gate_once_shown() -> None:
+        try:
+            wait_until(early_shown, CLUSTER_LIMIT, "a live display of 'early'")
+        finally:
+            gate.touch()
+
+    opener = threading.Thread(target=open_the_gate_once_shown)
+    opener.start()
+    try:
+        ran = run("%%parallel\nimport os, time\nprint('early')\n"
+                  f"while not os.path.exists({str(gate)!r}):\n    time.sleep(0.01)\n"
+                  "print('late')\n")
+    finally:
+        gate.touch()
+        opener.join()
+    assert ran.error is None, ran.shown
+    assert ran.out == "[workers 0-1]\nearly\nlate\n", ran.shown
+    live = [s.data["text/plain"] for s in frontend if s.update]
+    assert any(re.fullmatch(r"\[workers? [0-9-]+\]\nearly\n", text) for text in live), live
+    assert live[-1] == ""  # emptied once the grouped output is printed
 
 
 def test_a_cell_importing_numpy_says_first_what_to_use_instead(kind: str, run: Run) -> None:

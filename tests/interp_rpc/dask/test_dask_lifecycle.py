@@ -85,6 +85,29 @@ def test_a_cell_remembered_while_a_process_joined_is_replayed_there_once(
             str(pid): "ran " for pid in pids}
 
 
+def test_a_cell_whose_output_was_relayed_replays_quietly_where_a_process_joins() -> None:
+    """A %%parallel cell streams what it prints to the caller's queue; the
+    process that joins later replays it, where nobody shows its output:
+    it neither fails nor prints into that queue again."""
+    from concurrent import interpreters
+
+    printed = interpreters.create_queue()
+    cell = "import os\nprint('defined')\ndef tag(x):\n    return os.getpid(), x\n"
+    with local_cluster(1) as (cluster, client), ClusterPool(client, init=INIT) as pool:
+        run = pool.run_everywhere(RUN_CELL, (cell, "<the cell>",
+                                             pool.output_destination(printed.id)))
+        assert [o["error"] for o in run.wait().values()] == [None]
+        assert printed.get_nowait() == (0, None, "stdout", "defined\n")
+        run.remember("the test cell")
+        cluster.scale(2)
+        wait_until(lambda: len(pool.processes()) == 2, CLUSTER_LIMIT, "the second process")
+        tagged = list(pool.map("tag", range(40), chunksize=1, timeout=CLUSTER_LIMIT))
+        assert [x for _, x in tagged] == list(range(40))
+        assert len({pid for pid, _ in tagged}) == 2  # the newcomer replayed the cell
+        with pytest.raises(interpreters.QueueEmpty):
+            printed.get_nowait()
+
+
 def test_a_failing_replay_before_a_call_fails_it_and_keeps_the_process_out(
         tmp_path: Path) -> None:
     """As above, but the replay fails in the process that joined: its call
