@@ -25,10 +25,13 @@ import threading
 import uuid
 from collections.abc import Callable
 from time import monotonic_ns
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 
 from interp_rpc._pool.engine import _core
 from interp_rpc._pool.pool import InterpreterPool
+
+if TYPE_CHECKING:
+    from interp_rpc._pool.contract import Pool
 
 #: How often the live view is refreshed (at least twice a second).
 REFRESH_SECONDS = 0.25
@@ -52,6 +55,13 @@ def ended_note(why: str) -> str:
     """The line under a status table that is not updated any more, and why
     ("stopped", "watched for 60 s"): for every kind of pool."""
     return f"Not updated any more ({why}): run %parallel_status again to refresh it."
+
+
+def engine_in_this_process(pool: Pool) -> TypeGuard[InterpreterPool]:
+    """Whether the pool's engine runs in this process, so that its status
+    is read from the engine's feed, as it changes and without the GIL (a
+    LiveView); any other pool is asked for its status (polled_view)."""
+    return isinstance(pool, InterpreterPool)
 
 
 def in_terminal() -> bool:

@@ -75,7 +75,7 @@ def parallel_map(self: ParallelMagics, line: str) -> list[Any] | None:
     notebook = self.notebook_pool
     pool = notebook.pool
     try:
-        if isinstance(pool, InterpreterPool):
+        if live.engine_in_this_process(pool):
             with pool.profile(functions=args.profile) as notebook.last_profile:
                 results = _map_locally(pool, target, items, args, notebook.stuck_after)
         else:

@@ -122,7 +122,7 @@ class NotebookPool:
     def show_status(self) -> None:
         """The pool's worker table, once."""
         pool = self.pool
-        if isinstance(pool, InterpreterPool):
+        if live.engine_in_this_process(pool):
             display(live.LiveView(pool, stuck_after=self.stuck_after).render(), raw=True)
         else:
             polled_view.show_status(pool, self.stuck_after)

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument, kwds, magic_arguments
 
-from interp_rpc._pool.pool import InterpreterPool
 from interp_rpc.notebook import live, options, polled_view
 
 if TYPE_CHECKING:
@@ -41,6 +40,6 @@ def parallel_status(self: ParallelMagics, line: str) -> None:
         return
     pool = notebook.pool
     live.watch(live.LiveView(pool, stuck_after=notebook.stuck_after, duration=args.watch)
-               if isinstance(pool, InterpreterPool) else
+               if live.engine_in_this_process(pool) else
                polled_view.StatusWatch(pool, stuck_after=notebook.stuck_after,
                                         duration=args.watch))
