@@ -6,11 +6,12 @@ numpy loading in processes, the test says so)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import pstats
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -76,6 +77,26 @@ def kind(request: pytest.FixtureRequest, shell: InteractiveShell) -> str:
 def frontend(kind: str, shell: InteractiveShell,
              monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Shown]]:
     yield from notebook_frontend(shell, monkeypatch)
+
+
+@contextlib.contextmanager
+def gate_opened_once(shown: Callable[[], bool], gate: Path, what: str) -> Iterator[None]:
+    """While the block runs a cell whose workers wait for ``gate``, a thread
+    opens it once ``shown()`` (at the latest after CLUSTER_LIMIT), and the
+    gate is open when the block ends, whatever happened."""
+    def open_when_shown() -> None:
+        try:
+            wait_until(shown, CLUSTER_LIMIT, what)
+        finally:
+            gate.touch()
+
+    opener = threading.Thread(target=open_when_shown)
+    opener.start()
+    try:
+        yield
+    finally:
+        gate.touch()
+        opener.join()
 
 
 @pytest.fixture
@@ -201,19 +222,8 @@ def test_a_map_shows_its_progress_over_the_live_table(
         return any(s.update and s.data["text/plain"].count("busy") == 2
                    and "pooltasks.map_item" in s.data["text/plain"] for s in list(frontend))
 
-    def open_the_gate_once_busy() -> None:
-        try:
-            wait_until(busy_table_shown, CLUSTER_LIMIT, "a table with both workers busy")
-        finally:
-            gate.touch()
-
-    opener = threading.Thread(target=open_the_gate_once_busy)
-    opener.start()
-    try:
+    with gate_opened_once(busy_table_shown, gate, "a table with both workers busy"):
         ran = run(f"found = %parallel_map --chunksize 1 pooltasks.map_item {items!r}")
-    finally:
-        gate.touch()
-        opener.join()
     assert ran.error is None, ran.shown
     assert InteractiveShell.instance().user_ns["found"] == [0, 1, 2, 3]
     (first,) = [s for s in frontend if not s.update and s.display_id]
@@ -250,21 +260,10 @@ def test_what_a_cell_prints_shows_while_it_runs_then_grouped(
     def early_shown() -> bool:
         return any(s.update and "early" in s.data["text/plain"] for s in list(frontend))
 
-    def open_the_gate_once_shown() -> None:
-        try:
-            wait_until(early_shown, CLUSTER_LIMIT, "a live display of 'early'")
-        finally:
-            gate.touch()
-
-    opener = threading.Thread(target=open_the_gate_once_shown)
-    opener.start()
-    try:
+    with gate_opened_once(early_shown, gate, "a live display of 'early'"):
         ran = run("%%parallel\nimport os, time\nprint('early')\n"
                   f"while not os.path.exists({str(gate)!r}):\n    time.sleep(0.01)\n"
                   "print('late')\n")
-    finally:
-        gate.touch()
-        opener.join()
     assert ran.error is None, ran.shown
     assert ran.out == "[workers 0-1]\nearly\nlate\n", ran.shown
     live = [s.data["text/plain"] for s in frontend if s.update]
