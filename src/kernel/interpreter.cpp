@@ -163,9 +163,10 @@ nl::json interpreter::execute_in_subshell(const std::string& code,
   }
   t_last_traceback.clear();
   // As ipykernel: no interrupt reaches a subshell (signals go to the main
-  // thread), nor does stdin.
+  // thread); its input() prompts go with its request as parent.
   std::optional<python_error> error;
   try {
+    input_redirection input(*this, config.allow_stdin);
     py::dict options("store_history"_a = config.store_history, "silent"_a = config.silent);
     const nl::json metadata = t_subshell_request.is_object()
                                   ? t_subshell_request.value("metadata", nl::json::object())

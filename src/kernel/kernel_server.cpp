@@ -152,6 +152,7 @@ void kernel_server::send_control_impl(xeus::xmessage message) {
 }
 
 void kernel_server::send_stdin_impl(xeus::xmessage message) {
+  const std::lock_guard owner(m_stdin_mutex);
   const std::string request_id = message.header().value("msg_id", std::string());
   frame_list frames;
   // What is waiting answers an input request that was interrupted.
@@ -164,11 +165,15 @@ void kernel_server::send_stdin_impl(xeus::xmessage message) {
   zmq::pollitem_t items[] = {{m_stdin.handle(), 0, ZMQ_POLLIN, 0},
                              {nullptr, m_shell_wake.fd(), ZMQ_POLLIN, 0},
                              {nullptr, m_input_cancel_fd, ZMQ_POLLIN, 0}};
-  const std::size_t count = m_input_cancel_fd >= 0 ? 3 : 2;
+  // Interrupts end the main thread's wait only: CPython raises
+  // KeyboardInterrupt there alone, and ipykernel's other threads keep
+  // waiting for their answer too.
+  const std::size_t count =
+      m_input_cancel_fd >= 0 && std::this_thread::get_id() == m_main_thread ? 3 : 2;
   while (true) {
     poll(items, count);
     if (count == 3 && readable(items[2])) {
-      throw std::runtime_error("the wait for input was interrupted");
+      throw input_interrupted("the wait for input was interrupted");
     }
     if (m_stopping) {
       throw std::runtime_error("the kernel is shutting down");
@@ -219,6 +224,7 @@ void kernel_server::queue_for_iopub(frame_list frames) {
 }
 
 void kernel_server::start_impl(xeus::xpub_message message) {
+  m_main_thread = std::this_thread::get_id();
   m_status_topic = message.topic();
   m_user_name = message.header().value("username", std::string());
   m_session = message.header().value("session", std::string());

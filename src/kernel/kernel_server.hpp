@@ -6,14 +6,16 @@
 //   and routes it: a request whose header names a subshell goes to that
 //   subshell's queue (subshells.hpp), any other to the main thread's. It
 //   sends the replies that any thread queues (send_shell), in order.
-// - the main thread runs the shell loop in start(); it owns stdin, handles
-//   the main shell's requests (CPython raises KeyboardInterrupt only there)
-//   and sends input requests. Between requests it waits in the idle waiter
+// - the main thread runs the shell loop in start(); it handles the main
+//   shell's requests (CPython raises KeyboardInterrupt only there). Between requests it waits in the idle waiter
 //   (the interpreter's asyncio loop, which watches the main queue's wake
 //   pipe and the stop's), or in zmq_poll when there is none; it also runs
 //   the tasks other threads post to it (post_to_main);
 // - the control thread owns control: interrupt and shutdown are served while
 //   the main thread runs a cell;
+// - stdin belongs to the thread that asks for input: the cell's, a thread
+//   it started, a subshell's. They take turns (input.cpp), and the socket's
+//   mutex hands it from one to the next;
 // - the io thread owns IOPub and heartbeat. publish() from any thread (the
 //   main thread, the control thread, any thread the user or the pool starts)
 //   queues the signed frames; the io thread sends them in the order queued.
@@ -36,8 +38,9 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <span>
 #include <mutex>
+#include <span>
+#include <stdexcept>
 #include <optional>
 #include <string>
 #include <thread>
@@ -61,6 +64,12 @@ namespace interp_rpc::kernel {
 // loop then waits itself.
 using idle_waiter = std::function<bool(std::span<const int> fds)>;
 
+// The wait for an input reply ended because of an interrupt.
+class input_interrupted : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 class kernel_server final : public xeus::xserver {
  public:
   // input_cancel_fd: readable when the wait for an input reply must end (the
@@ -79,9 +88,10 @@ class kernel_server final : public xeus::xserver {
   xeus::xcontrol_messenger& get_control_messenger_impl() override;
   void send_shell_impl(xeus::xmessage message) override;
   void send_control_impl(xeus::xmessage message) override;
-  // Main thread: sends the input request, then waits for its reply and hands
-  // it to the stdin listener. Throws std::runtime_error if the wait is
-  // cancelled (an interrupt) or the kernel stops.
+  // The thread asking for input: sends the input request, then waits for its
+  // reply and hands it to the stdin listener. Throws input_interrupted if
+  // an interrupt ends the main thread's wait, std::runtime_error if the
+  // kernel stops.
   void send_stdin_impl(xeus::xmessage message) override;
   void publish_impl(xeus::xpub_message message, xeus::channel c) override;
   void start_impl(xeus::xpub_message message) override;
@@ -124,6 +134,8 @@ class kernel_server final : public xeus::xserver {
   no_debugger_messenger m_messenger;
 
   zmq::socket_t m_shell;
+  std::mutex m_stdin_mutex;  // held by the thread asking for input
+  std::thread::id m_main_thread;  // the one running start()
   zmq::socket_t m_stdin;
   zmq::socket_t m_control;
   zmq::socket_t m_iopub;

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import queue
 import time
 
+import pytest
 from conftest import Kernel, Message
 
 
@@ -94,3 +96,103 @@ def test_a_reply_to_an_interrupted_input_does_not_answer_the_next(shared_kernel:
     execution = shared_kernel.collect(second_id)
     assert execution.status == "ok", execution.reply
     assert execution.stream() == "answer\n"
+
+
+THREAD_ASKS = (
+    "import threading\n"
+    "answers = []\n"
+    "asker = threading.Thread(target=lambda: answers.append(input('from a thread? ')))\n"
+    "asker.start()\n"
+    "asker.join()\n"
+    "print(answers)\n"
+)
+
+
+def test_input_from_a_thread_the_cell_started_asks_the_frontend(
+        each_shared_kernel: Kernel) -> None:
+    kernel = each_shared_kernel
+    msg_id = kernel.send(THREAD_ASKS, allow_stdin=True)
+    request = next_input_request(kernel)
+    assert request["content"] == {"prompt": "from a thread? ", "password": False}
+    assert request["parent_header"]["msg_id"] == msg_id
+    kernel.client.input("yes")
+    execution = kernel.collect(msg_id)
+    assert execution.status == "ok", execution.reply
+    assert execution.stream() == "['yes']\n"
+
+
+def test_a_thread_of_a_cell_without_stdin_gets_the_clear_error(
+        each_shared_kernel: Kernel) -> None:
+    execution = each_shared_kernel.execute(
+        "import threading\nfound = []\n"
+        "def ask():\n"
+        "    try:\n        input('never sent')\n"
+        "    except Exception as exc:\n        found.append(type(exc).__name__)\n"
+        "asker = threading.Thread(target=ask)\nasker.start()\nasker.join()\nprint(found)\n",
+        allow_stdin=False)
+    assert execution.status == "ok", execution.reply
+    assert execution.stream() == "['StdinNotImplementedError']\n"
+
+
+def test_two_threads_asking_at_once_are_asked_one_after_the_other(
+        shared_kernel: Kernel) -> None:
+    """ipykernel's threads would share its stdin socket unguarded; here the
+    second prompt is sent once the first is answered, and each answer
+    reaches the thread that asked."""
+    msg_id = shared_kernel.send(
+        "import threading\nanswers = {}\n"
+        "def ask(prompt):\n    answers[prompt] = input(prompt)\n"
+        "askers = [threading.Thread(target=ask, args=(p,)) for p in ('a? ', 'b? ')]\n"
+        "for asker in askers:\n    asker.start()\n"
+        "for asker in askers:\n    asker.join()\n"
+        "print(sorted(answers.items()))\n", allow_stdin=True)
+    session = shared_kernel.client.session
+    first = next_input_request(shared_kernel)
+    with pytest.raises(queue.Empty):
+        shared_kernel.client.get_stdin_msg(timeout=0.5)  # no second prompt yet
+    shared_kernel.client.stdin_channel.send(
+        session.msg("input_reply", {"value": "to " + first["content"]["prompt"]},
+                    parent=first))
+    second = next_input_request(shared_kernel)
+    assert {first["content"]["prompt"], second["content"]["prompt"]} == {"a? ", "b? "}
+    shared_kernel.client.stdin_channel.send(
+        session.msg("input_reply", {"value": "to " + second["content"]["prompt"]},
+                    parent=second))
+    execution = shared_kernel.collect(msg_id)
+    assert execution.status == "ok", execution.reply
+    assert execution.stream() == "[('a? ', 'to a? '), ('b? ', 'to b? ')]\n"
+
+
+def test_the_cell_asks_after_its_thread_was_answered(shared_kernel: Kernel) -> None:
+    """The cell's own input() waits for its turn while a thread's prompt is
+    open, and an interrupt ends that wait."""
+    msg_id = shared_kernel.send(
+        "import threading\nanswers = []\n"
+        "asker = threading.Thread(target=lambda: answers.append(input('thread? ')))\n"
+        "asker.start()\n"
+        "import time\ntime.sleep(0.3)\n"
+        "answers.append(input('cell? '))\nasker.join()\nprint(answers)\n",
+        allow_stdin=True)
+    first = next_input_request(shared_kernel)
+    assert first["content"]["prompt"] == "thread? "
+    with pytest.raises(queue.Empty):
+        shared_kernel.client.get_stdin_msg(timeout=1.0)  # the cell waits its turn
+    shared_kernel.client.input("t")
+    assert next_input_request(shared_kernel)["content"]["prompt"] == "cell? "
+    shared_kernel.client.input("c")
+    assert shared_kernel.collect(msg_id).stream() == "['t', 'c']\n"
+
+    # Interrupted while it waits for its turn: the cell ends; the thread,
+    # which no interrupt reaches, still waits for its answer and gets it.
+    msg_id = shared_kernel.send(
+        "import threading, time\nanswers = []\n"
+        "asker = threading.Thread(target=lambda: answers.append(input('thread? ')))\n"
+        "asker.start()\ntime.sleep(0.3)\ninput('cell? ')\n", allow_stdin=True)
+    next_input_request(shared_kernel)
+    time.sleep(0.6)  # the cell is waiting for its turn
+    shared_kernel.manager.interrupt_kernel()
+    assert shared_kernel.collect(msg_id).reply["content"]["ename"] == "KeyboardInterrupt"
+    assert shared_kernel.execute("print(asker.is_alive(), answers)").stream() == "True []\n"
+    shared_kernel.client.input("late")
+    execution = shared_kernel.execute("asker.join(10)\nprint(asker.is_alive(), answers)")
+    assert execution.stream() == "False ['late']\n", execution.stream()

@@ -299,6 +299,24 @@ def test_a_subshell_cells_input_goes_to_the_history(traffic: Traffic) -> None:
     assert marker in [entry[2] for entry in reply["history"]]
 
 
+def test_input_in_a_subshell_asks_with_the_subshells_request(traffic: Traffic) -> None:
+    """While the main shell runs a cell, a subshell's input() asks the
+    frontend with the subshell's request as parent, and gets its answer."""
+    subshell = create_subshell(traffic.kernel)
+    main = traffic.execute("import time\ntime.sleep(1.5)")
+    traffic.busy(main)
+    request = traffic.execute("print('got', input('in a subshell? '))", subshell,
+                              allow_stdin=True)
+    prompt = traffic.kernel.client.get_stdin_msg(timeout=30)
+    assert prompt["msg_type"] == "input_request"
+    assert prompt["content"] == {"prompt": "in a subshell? ", "password": False}
+    assert prompt["parent_header"]["msg_id"] == request.msg_id
+    traffic.kernel.client.input("yes")
+    assert text_of(traffic.done(request)) == "got yes\n"
+    assert traffic.reply(request)["content"]["status"] == "ok"
+    traffic.done(main)
+
+
 def test_stop_on_error_aborts_only_that_subshells_queue(traffic: Traffic) -> None:
     subshell = create_subshell(traffic.kernel)
     failing = traffic.execute("import time; time.sleep(0.5); 1 / 0", subshell)
