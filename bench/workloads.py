@@ -81,3 +81,8 @@ def filled_bytes(size: int) -> bytes:
     would be untouched zero pages, dear to read on this VM), to cross as a
     result."""
     return b"\xa5" * size
+
+
+def filled_str(size: int) -> str:
+    """A str of ``size`` characters, every page written, to cross as a result."""
+    return "\u00e9" * size

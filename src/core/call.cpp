@@ -27,6 +27,11 @@ call::call(std::uint64_t id_, std::string target_, std::string request_,
       item_index(item_index_),
       item_count(item_count_) {}
 
+call::~call() {
+  // Never read: the worker may let go of the values.
+  if (held) held->abandon();
+}
+
 bool call::complete(call_outcome outcome, int reply_kind, std::string reply, int worker_index) {
   bool notify = false;
   {

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "core/held_result.hpp"
+
 namespace interp_rpc::core {
 
 // How a call ended, as far as the engine knows. What the worker's Python code
@@ -57,6 +59,7 @@ class call {
        std::vector<buffer_view> buffers, std::int64_t item_index, std::int64_t item_count);
   call(const call&) = delete;
   call& operator=(const call&) = delete;
+  ~call();
 
   const std::uint64_t id;
   const std::string target;          // what the status board shows
@@ -136,6 +139,10 @@ class call {
   // kept a view of them (then they are never released: see buffer_lease.hpp).
   std::vector<Py_buffer> held_buffers;
   std::atomic<bool> buffers_retained{false};
+
+  // The large values the reply holds rather than carries (held_result.hpp),
+  // set by the worker before it completes the call; null when none.
+  std::shared_ptr<held_result> held;
 
   // Whether the completion thread must see this call once it is done.
   bool needs_completion() const noexcept {

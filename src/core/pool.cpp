@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <new>
 #include <thread>
+#include <vector>
 
 #include "core/buffer_lease.hpp"
 #include "core/clock.hpp"
@@ -179,6 +181,8 @@ void pool::worker_main(std::shared_ptr<shared_state> shared, int index) {
         death = "setup failed";
         s.worker_died(index, death);
       }
+      // The values this worker's replies hold until their callers copy them.
+      std::vector<std::shared_ptr<held_result>> lent;
       while (!died) {
         // Read the wake-up generation before looking at faults, so a fault
         // injected after this point makes pop() return at once.
@@ -195,6 +199,9 @@ void pool::worker_main(std::shared_ptr<shared_state> shared, int index) {
           gil_released unlocked;
           c = s.queue.pop(index, generation);
         }
+        // Before the next call, or when woken by a caller that copied (or
+        // dropped) values lent to it.
+        std::erase_if(lent, [](const auto& held) { return held->release_if_done(); });
         if (!c) {
           // Closed and nothing left for this worker: it stops. Only an
           // exit_now fault still has a say (the loop's top handles it); a
@@ -217,10 +224,18 @@ void pool::worker_main(std::shared_ptr<shared_state> shared, int index) {
         int call_kind = reply_ok;
         std::string call_reply;
         run_call(execute.get(), lease_type.get(), *c, call_kind, call_reply);
+        if (c->held) {
+          c->held->when_done([shared] { shared->queue.wake_up(); });
+          lent.push_back(c->held);
+        }
         c->timing.finished_ns = now_ns();
         s.board.end_call(index, c->timing.finished_ns);
         s.finish(c, call_outcome::replied, call_kind, std::move(call_reply), index);
       }
+      // Whatever a caller has not copied yet stays readable after this
+      // interpreter is gone.
+      for (const auto& held : lent) held->detach();
+      lent.clear();
       execute = py_ref();
       lease_type = py_ref();
       {

@@ -30,10 +30,23 @@ py_ref read_only_view(const void* data, std::size_t size) {
 
 // Reads a (kind: int, reply: bytes, *costs: int) tuple returned by the
 // worker's Python code.
+// A reply is (kind, bytes, costs...), and a call's reply may end with the
+// list of values it holds (held_result.hpp), given to `held`.
 bool read_reply(PyObject* result, int& kind, std::string& reply, std::int64_t* costs,
-                std::size_t n_costs) {
-  if (!PyTuple_Check(result) || PyTuple_GET_SIZE(result) != static_cast<Py_ssize_t>(2 + n_costs)) {
+                std::size_t n_costs, std::shared_ptr<held_result>* held = nullptr) {
+  const auto fixed = static_cast<Py_ssize_t>(2 + n_costs);
+  if (!PyTuple_Check(result) || (PyTuple_GET_SIZE(result) != fixed &&
+                                 (held == nullptr || PyTuple_GET_SIZE(result) != fixed + 1))) {
     return false;
+  }
+  if (PyTuple_GET_SIZE(result) == fixed + 1) {
+    auto values = std::make_shared<held_result>();
+    if (!values->hold(PyTuple_GET_ITEM(result, fixed))) {
+      values->abandon();
+      values->release_if_done();
+      return false;
+    }
+    *held = std::move(values);
   }
   PyObject* bytes = PyTuple_GET_ITEM(result, 1);
   if (!PyBytes_Check(bytes)) return false;
@@ -136,10 +149,17 @@ void run_call(PyObject* execute, PyObject* lease_type, call& c, int& kind, std::
   py_ref result = ok ? py_ref::steal(PyObject_CallFunctionObjArgs(execute, request.get(),
                                                                   buffers.get(), nullptr))
                      : py_ref();
-  if (!result || !read_reply(result.get(), kind, reply, costs, 2)) {
+  std::shared_ptr<held_result> held;
+  if (!result || !read_reply(result.get(), kind, reply, costs, 2, &held)) {
     kind = reply_kind_engine_error;
     reply = take_python_error();
+    if (held) {
+      held->abandon();
+      held->release_if_done();
+      held.reset();
+    }
   }
+  c.held = std::move(held);
   c.timing.deserialize_ns = costs[0];
   c.timing.result_serialize_ns = costs[1];
   result = py_ref();

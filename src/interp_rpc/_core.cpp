@@ -217,7 +217,7 @@ class engine {
     call_handle waiting(c);
     if (!waiting.wait(timeout)) return py::make_tuple(status_timed_out, 0, py::none(), -1, c->id);
     if (waiting.claim()) waiting.release();
-    return py::make_tuple(status_of(c->outcome()), c->reply_kind(), py::bytes(c->reply()),
+    return py::make_tuple(status_of(c->outcome()), c->reply_kind(), reply_of(*c),
                           c->worker_index(), c->id);
   }
 
@@ -494,7 +494,7 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("done", [](const call_handle& h) { return h.get()->done(); })
       .def_property_readonly("status", [](const call_handle& h) { return status_of(h.get()->outcome()); })
       .def_property_readonly("reply_kind", [](const call_handle& h) { return h.get()->reply_kind(); })
-      .def_property_readonly("reply", [](const call_handle& h) { return py::bytes(h.get()->reply()); })
+      .def_property_readonly("reply", [](const call_handle& h) { return reply_of(*h.get()); })
       .def_property_readonly("worker", [](const call_handle& h) { return h.get()->worker_index(); })
       .def_property_readonly("timing", [](const call_handle& h) { return timing_dict(h.get()->timing); });
 

@@ -142,8 +142,18 @@ py::tuple call_handle::take() {
   claim();
   release();
   const core::call& c = *m_call;
-  return py::make_tuple(status_of(c.outcome()), c.reply_kind(), py::bytes(c.reply()),
-                        c.worker_index());
+  return py::make_tuple(status_of(c.outcome()), c.reply_kind(), reply_of(c), c.worker_index());
+}
+
+py::object reply_of(const core::call& c) {
+  py::bytes reply(c.reply());
+  if (!c.held) return reply;
+  // The values the reply names rather than carries, copied here, once.
+  py::object held = py::reinterpret_steal<py::object>(c.held->copy_out());
+  if (!held) throw py::error_already_set();
+  py::object with_held = py::module_::import("interp_rpc._worker.wire").attr("WithHeld")(reply);
+  with_held.attr("held") = held;
+  return with_held;
 }
 
 }  // namespace interp_rpc::binding

@@ -116,4 +116,9 @@ class call_handle {
   bool m_won_claim = false;
 };
 
+// A finished call's reply as Python reads it: its bytes, or, when the reply
+// holds values (core/held_result.hpp), a wire.WithHeld of them. Once per
+// call: the held values are copied out of the worker then.
+py::object reply_of(const core::call& c);
+
 }  // namespace interp_rpc::binding

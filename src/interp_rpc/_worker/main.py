@@ -392,7 +392,12 @@ def _hooked(fn: Callable[..., Any], hooks: dict[str, Any], relay: Any,
     return each_item
 
 
-def execute(request: memoryview, buffers: list[memoryview]) -> tuple[int, bytes, int, int]:
+#: What execute() answers: (kind, reply, unpickling ns, pickling ns), and,
+#: when the reply lends values (see _lending), the list of them.
+type Reply = tuple[int, bytes, int, int] | tuple[int, bytes, int, int, list[bytes | str]]
+
+
+def execute(request: memoryview, buffers: list[memoryview]) -> Reply:
     started = time.perf_counter_ns()
     try:
         target_spec, mode, args, kwargs = wire.loads(request, buffers)
@@ -468,6 +473,9 @@ def execute(request: memoryview, buffers: list[memoryview]) -> tuple[int, bytes,
     if failures:  # collected: the chunk ran on past them (see MapRun)
         result = result[0], -1, wire.dumps(failures), *result[3:]
     finished = time.perf_counter_ns()
+    if result_out_of_band is None and (lending := _lending(result, mode)) is not None:
+        return (wire.RETURNED, lending[0], loaded - started, time.perf_counter_ns() - finished,
+                lending[1])
     if result_out_of_band is not None:  # a worker process: large bytes beside the pickle
         threshold = result_out_of_band.threshold
         if mode == "call":
@@ -482,6 +490,18 @@ def execute(request: memoryview, buffers: list[memoryview]) -> tuple[int, bytes,
         culprit = _unshareable_result(result, mode)
         return wire.RESULT_UNSHAREABLE, wire.dumps(culprit), loaded - started, 0
     return wire.RETURNED, reply, loaded - started, time.perf_counter_ns() - finished
+
+
+def _lending(result: Any, mode: str) -> tuple[bytes, list[bytes | str]] | None:
+    """A subinterpreter's reply that lends its large bytes and str (the
+    result itself, or a map's results) rather than pickling them, if any."""
+    if not (wire.any_lent((result,)) if mode == "call" else wire.any_lent(result[0])):
+        return None
+    try:
+        pickled: tuple[bytes, list[bytes | str]] = wire.dumps_lending(result)
+    except Exception:
+        return None  # pickled as usual, which says what cannot cross
+    return pickled
 
 
 class _NoRelay:

@@ -117,6 +117,58 @@ class WithBuffers(bytes):
     buffers: list[Any]
 
 
+#: A bytes or str result (or map result) this large is lent to the caller by
+#: a subinterpreter rather than pickled: the engine copies it once, from the
+#: worker's memory into the caller's object (core/held_result.hpp).
+LEND_THRESHOLD = 64 * 1024
+_LENT_TYPES = frozenset((bytes, str))
+
+
+def _lent(value: object) -> bool:
+    kind = type(value)
+    return (kind is bytes or kind is str) and len(value) >= LEND_THRESHOLD  # type: ignore[arg-type]
+
+
+def any_lent(values: list[Any] | tuple[Any, ...]) -> bool:
+    """Whether a value would be lent; one C-level pass over the types when
+    none is bytes or str."""
+    return not _LENT_TYPES.isdisjoint(map(type, values)) and any(map(_lent, values))
+
+
+class _Lending(pickle.Pickler):
+    """Pickles a result whose large bytes and str are not copied in: each
+    is named by its place in ``lent`` (a persistent id)."""
+
+    def __init__(self, file: io.BytesIO) -> None:
+        super().__init__(file, protocol=PROTOCOL)
+        self.lent: list[bytes | str] = []
+
+    def persistent_id(self, obj: Any) -> int | None:
+        if _lent(obj):
+            self.lent.append(obj)
+            return len(self.lent) - 1
+        return None
+
+
+def dumps_lending(value: object) -> tuple[bytes, list[bytes | str]]:
+    """A result as a pickle, and the values it lends (see LEND_THRESHOLD)."""
+    pickler = _Lending(file := io.BytesIO())
+    pickler.dump(value)
+    return file.getvalue(), pickler.lent
+
+
+class WithHeld(bytes):
+    """A reply whose lent values the engine copied out of the worker (set
+    as ``held``): loads() puts them back in their places."""
+
+    held: list[bytes | str]
+
+
+class _Unlending(pickle.Unpickler):
+    def persistent_load(self, pid: Any) -> Any:
+        return self.held[pid]  # type: ignore[attr-defined]
+
+
 class _ViewsAsBytes(pickle.Pickler):
     """Pickles memoryviews (which pickle refuses) as bytes."""
 
@@ -538,6 +590,10 @@ def refers_to(module: str, qualname: str | None) -> Check:
 
 
 def loads(data: bytes | memoryview, buffers: list[Any] | None = None) -> Any:
+    if type(data) is WithHeld:
+        unlending = _Unlending(io.BytesIO(data))
+        unlending.held = data.held  # type: ignore[attr-defined]
+        return unlending.load()
     if buffers is None and type(data) is WithBuffers:
         buffers = data.buffers
     return pickle.loads(data, buffers=buffers)

@@ -1,0 +1,83 @@
+// Large bytes and str values of a reply, lent by the worker rather than
+// pickled into it.
+//
+// Pickling a 16 MiB bytes result, copying the pickle out of the worker's
+// interpreter, into a Python bytes object and out of the pickle again made
+// four copies of it. A reply instead names such values (exact bytes or str,
+// large: the worker's wire module decides) by their place in a list that the
+// worker keeps alive; the caller builds each value in its own interpreter
+// straight from the worker's memory, one copy, and the worker lets go of
+// them afterwards. Both types are immutable, so the value cannot change
+// between the worker's return and the caller's copy.
+//
+// Lifetime. The worker owns the objects: only its thread, with its GIL,
+// releases them (release_if_done), once the caller has copied them or the
+// call was dropped without being read. A worker that ends first (the pool
+// closing, the worker dying) copies what was not taken yet into memory this
+// object owns (detach), so the caller never reads freed memory.
+#pragma once
+
+#include <Python.h>
+
+#include <functional>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace interp_rpc::core {
+
+class held_result {
+ public:
+  // Worker thread, its GIL held: holds each item of `values`, which must be
+  // exact bytes or str objects. Returns false (a Python error set) if one
+  // is not.
+  bool hold(PyObject* values);
+  // Worker thread, before the call completes: what to do once the values
+  // are copied or abandoned (wake the worker, so that it releases them).
+  void when_done(std::function<void()> done) { m_when_done = std::move(done); }
+
+  // Caller, its own interpreter's GIL held: a new list of the values,
+  // built from the worker's memory. Once per call (a second time, or after
+  // abandon(), is an error); null with a Python error set then, or if
+  // memory runs out, or the values were lost.
+  PyObject* copy_out();
+
+  // Any thread: the call was dropped without its reply being read.
+  void abandon() noexcept;
+
+  // Worker thread, its GIL held: releases the values once copied or
+  // abandoned. Returns whether it did (then this object holds nothing of
+  // the worker's any more).
+  bool release_if_done();
+
+  // Worker thread, its GIL held, as the worker ends: keeps a copy of what
+  // the caller has not taken yet, then releases the values.
+  void detach();
+
+  held_result() = default;
+  held_result(const held_result&) = delete;
+  held_result& operator=(const held_result&) = delete;
+  ~held_result() = default;  // the worker released its objects already
+
+ private:
+  struct piece {
+    bool is_str = false;
+    const void* data = nullptr;
+    Py_ssize_t length = 0;  // bytes, or code points of `kind` bytes each
+    int kind = 1;           // a str's PyUnicode_KIND
+    Py_UCS4 max_char = 0;   // a str's largest code point, for PyUnicode_New
+    std::string kept;       // its copy, once the worker ended first
+  };
+
+  PyObject* copy_out_locked();
+  void release_objects();
+
+  std::mutex m_mutex;
+  std::vector<piece> m_pieces;
+  std::vector<PyObject*> m_objects;  // the worker's strong references
+  bool m_done = false;               // copied out, or abandoned
+  bool m_lost = false;               // the worker ended and could not keep a copy
+  std::function<void()> m_when_done;
+};
+
+}  // namespace interp_rpc::core

@@ -1,0 +1,121 @@
+"""Large bytes and str results cross with one copy, and stay what they are.
+
+A subinterpreter lends a bytes or str result (or map result) of
+LEND_THRESHOLD or more instead of pickling it; the caller copies it out of
+the worker's memory. What the caller receives must be exactly what the
+target returned, of the same type, whenever it is read: after the worker
+ran other calls, after the pool closed, after the worker died. And the
+worker lets go of what it lent once it was read or dropped.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+from support import MakePool, wait_until
+
+from interp_rpc import InterpreterPool
+from interp_rpc._worker.wire import LEND_THRESHOLD
+from interp_rpc.testing import kill_worker
+
+INIT = "import pooltasks, lendtasks"
+
+SIZES = [1, LEND_THRESHOLD - 1, LEND_THRESHOLD, 3 * LEND_THRESHOLD + 7, 16 << 20]
+
+#: One character of each width CPython stores a str in, and a lone surrogate.
+CHARACTERS = ["a", "\xe9", "\u20ac", "\U0001f600", "\ud800"]
+
+
+@pytest.fixture(scope="module")
+def lending_pool() -> Iterator[InterpreterPool]:
+    with InterpreterPool(workers=2, init=INIT) as pool:
+        yield pool
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_bytes_results_come_back_as_bytes_with_their_values(
+        lending_pool: InterpreterPool, size: int) -> None:
+    sent = bytes(range(256)) * (size // 256) + b"\x01" * (size % 256)
+    back = lending_pool.call("pooltasks.identity", sent)
+    assert type(back) is bytes
+    assert back == sent
+
+
+@pytest.mark.parametrize("character", CHARACTERS)
+@pytest.mark.parametrize("size", [LEND_THRESHOLD - 1, LEND_THRESHOLD, 1 << 20])
+def test_str_results_of_every_width_come_back_equal(
+        lending_pool: InterpreterPool, character: str, size: int) -> None:
+    sent = ("x" * (size - 1)) + character
+    back = lending_pool.call("pooltasks.identity", sent)
+    assert type(back) is str
+    assert back == sent
+    assert len(back) == size
+
+
+def test_map_results_mix_lent_and_pickled_values_in_order(
+        lending_pool: InterpreterPool) -> None:
+    items = [b"small", "é" * LEND_THRESHOLD, 7, b"z" * (2 * LEND_THRESHOLD), None,
+             "tiny", b"q" * LEND_THRESHOLD]
+    for chunksize in (1, 3, len(items)):
+        back = list(lending_pool.map("pooltasks.identity", items, chunksize=chunksize))
+        assert back == items
+        assert [type(v) for v in back] == [type(v) for v in items]
+
+
+def test_what_is_not_lent_still_crosses_whole(lending_pool: InterpreterPool) -> None:
+    tagged = lending_pool.call("lendtasks.tagged", 2 * LEND_THRESHOLD)
+    assert type(tagged).__name__ == "TaggedBytes" and tagged == b"t" * (2 * LEND_THRESHOLD)
+    assert lending_pool.call("lendtasks.big_in_a_tuple", LEND_THRESHOLD) == (
+        b"b" * LEND_THRESHOLD, "s" * LEND_THRESHOLD)
+
+
+def finished_calls(pool: InterpreterPool, target: str) -> int:
+    return sum(1 for r in pool.call_records() if r.target == target and r.outcome == "replied")
+
+
+def test_a_result_read_late_is_intact_after_other_calls_and_close(
+        make_pool: MakePool) -> None:
+    pool = make_pool(workers=1, init=INIT)
+    sent = [bytes([i]) * (LEND_THRESHOLD + i) for i in range(4)]
+    results = pool.map("pooltasks.identity", sent, chunksize=1)
+    wait_until(lambda: finished_calls(pool, "pooltasks.identity") == 4, 30,
+               "the four calls to finish")
+    assert pool.call("pooltasks.add", 1, 2) == 3  # the worker moves on
+    assert next(results) == sent[0]
+    pool.close()  # the worker ends, the rest unread
+    assert list(results) == sent[1:]
+
+
+def test_a_result_read_after_its_worker_died_is_intact(make_pool: MakePool) -> None:
+    pool = make_pool(workers=1, init=INIT)
+    sent = "\u20ac" * (2 * LEND_THRESHOLD)
+    results = pool.map("pooltasks.identity", [sent, sent], chunksize=1)
+    wait_until(lambda: finished_calls(pool, "pooltasks.identity") == 2, 30,
+               "the calls to finish")
+    kill_worker(pool, 0)
+    wait_until(lambda: pool.status()[0].state == "dead", 30, "the worker to die")
+    assert list(results) == [sent, sent]
+
+
+def test_the_worker_lets_go_once_the_result_is_read_or_dropped(
+        make_pool: MakePool) -> None:
+    pool = make_pool(workers=1, init=INIT)
+    value = b"k" * LEND_THRESHOLD
+    results = pool.map("lendtasks.keep", [value], chunksize=1)
+    wait_until(lambda: finished_calls(pool, "lendtasks.keep") == 1, 30, "keep() to finish")
+    assert pool.call("lendtasks.kept_references") == 1  # lent, not read yet
+    assert next(results) == value
+    assert pool.call("lendtasks.kept_references") == 0
+
+    dropped = pool.map("lendtasks.keep", [value], chunksize=1)
+    wait_until(lambda: finished_calls(pool, "lendtasks.keep") == 2, 30, "keep() to finish")
+    assert pool.call("lendtasks.kept_references") == 1
+    dropped.close()
+    del dropped
+    # Dropping wakes the worker, which lets go without waiting for a call.
+    deadline = time.monotonic() + 30
+    while pool.call("lendtasks.kept_references") != 0:
+        assert time.monotonic() < deadline, "the dropped result is still held"
+        time.sleep(0.05)
