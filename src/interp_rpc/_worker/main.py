@@ -69,6 +69,30 @@ def _output_relay(queue_id: int) -> Any:
         _output_relay_module = _load_sibling("output_relay.py", "_interp_rpc_worker_output_relay")
     return _output_relay_module.OutputRelay(queue_id, output_transport)
 
+# _worker_post_mortem, loaded by the first failure kept; a worker process
+# keeps none (process/child.py sets keeps_failures). _running: the running
+# request's (target spec, whether its arguments are views of the caller's memory).
+_post_mortem_module: ModuleType | None = None
+keeps_failures = True
+_running: tuple[tuple[Any, ...], bool] = (("path", ""), False)
+
+
+def post_mortem(action: str, *args: Any) -> Any:
+    """post_mortem.py's ``action`` (what interp_rpc/_pool/post_mortem.py asks)."""
+    global _post_mortem_module
+    if _post_mortem_module is None:
+        _post_mortem_module = _load_sibling("post_mortem.py", "_interp_rpc_worker_post_mortem")
+    return getattr(_post_mortem_module, action)(*args)
+
+
+def _failure(exc: BaseException, skip_frames: int) -> dict[str, Any]:
+    """A target's failure, described for the caller and kept for post-mortem debugging."""
+    info: dict[str, Any] = wire.describe_exception(exc, skip_frames=skip_frames)
+    if keeps_failures and not isinstance(exc, MapStopped):  # a stop is no failure of its own
+        info["post_mortem"] = post_mortem("keep", exc, *_running)
+    return info
+
+
 # Resolved targets, by the request's target spec.
 _targets: dict[tuple[Any, ...], Callable[..., Any]] = {}
 
@@ -351,8 +375,7 @@ def _run_chunk(
                 append(fn(item))
     except BaseException as exc:
         # Every item before the failing one appended its result.
-        return results, len(results), wire.dumps(
-            wire.describe_exception(exc, skip_frames=own_frames))
+        return results, len(results), wire.dumps(_failure(exc, skip_frames=own_frames))
     return results, -1, None
 
 
@@ -386,7 +409,7 @@ def _hooked(fn: Callable[..., Any], hooks: dict[str, Any], relay: Any,
         try:
             return fn(*args)
         except Exception as exc:
-            failures.append((index - first, wire.describe_exception(exc, skip_frames=1)))
+            failures.append((index - first, _failure(exc, skip_frames=1)))
             return None
 
     return each_item
@@ -403,6 +426,8 @@ def execute(request: memoryview, buffers: list[memoryview]) -> tuple[int, bytes,
         return (wire.ARGUMENTS_UNLOADABLE, wire.dumps(error),
                 time.perf_counter_ns() - started, 0)
     loaded = time.perf_counter_ns()
+    global _running
+    _running = target_spec, bool(buffers)
     try:
         fn = resolve(target_spec)
     except TargetError as exc:
@@ -451,8 +476,7 @@ def execute(request: memoryview, buffers: list[memoryview]) -> tuple[int, bytes,
             profiler.disable()
         # A target's own error: skip execute()'s frame (a chunk's error is
         # described inside _run_chunk).
-        return wire.RAISED, wire.dumps(wire.describe_exception(exc, skip_frames=1)), \
-            loaded - started, 0
+        return wire.RAISED, wire.dumps(_failure(exc, skip_frames=1)), loaded - started, 0
     finally:
         # The stop flag is a view of the caller's memory: let go of it now,
         # whatever still refers to it (a failure's frames), so the call does
@@ -463,8 +487,7 @@ def execute(request: memoryview, buffers: list[memoryview]) -> tuple[int, bytes,
         profiler.disable()
     if mode != "call" and len(result) == 4 and result[2] is not None:  # a timed chunk failed
         values, failed, error, marks = result
-        result = values, failed, wire.dumps(wire.describe_exception(error,
-                                                                    skip_frames=own_frames)), marks
+        result = values, failed, wire.dumps(_failure(error, skip_frames=own_frames)), marks
     if failures:  # collected: the chunk ran on past them (see MapRun)
         result = result[0], -1, wire.dumps(failures), *result[3:]
     finished = time.perf_counter_ns()
@@ -540,7 +563,7 @@ def run_cell(source: str, filename: str = "<parallel cell>",
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             exec(code, main)
     except BaseException as exc:
-        error = wire.describe_exception(exc, skip_frames=1)
+        error = _failure(exc, skip_frames=1)
     finally:
         if relay is not None:
             relay.flush()
