@@ -41,9 +41,9 @@ _END_OF_INPUT = None
 #: its session's call is still running (whole seconds: the queue's timeout is).
 _POLL_SECONDS = 1
 
-#: What a session's caller offers when the worker's frames cannot be reached.
-LOCAL_HINT = ("err.debug(local=True) (in a notebook, %parallel_debug --local) re-runs the "
-              "failing call here, under pdb")
+#: What to do instead when the worker's frames cannot be reached.
+RERUN_HINT = ("to debug it anyway, re-run the failing call in this interpreter under pdb: "
+              "pdb.runcall(target, *arguments)")
 
 # Every open InterpreterPool of this process, to find the one whose worker
 # raised an error (by the worker's interpreter id) without the error holding
@@ -63,15 +63,15 @@ def locate(error: RemoteError) -> tuple[InterpreterPool, int, int]:
     if handle is None:
         raise DebugUnavailableError(
             f"this {error.remote_type} carries no record of where its frames are kept (it was "
-            f"not raised by a worker of a local InterpreterPool); {LOCAL_HINT}")
+            f"not raised by a worker of a local InterpreterPool); {RERUN_HINT}")
     if handle.get("not_kept"):
         raise DebugUnavailableError(f"worker {error.worker} did not keep this failure: "
-                                    f"{handle['not_kept']}; {LOCAL_HINT}")
+                                    f"{handle['not_kept']}; {RERUN_HINT}")
     if handle["pid"] != os.getpid():
         raise DebugUnavailableError(
             f"this {error.remote_type} was raised in another process (pid {handle['pid']}: a "
             "ProcessPool's worker or a dask worker), whose frames this interpreter cannot "
-            f"reach; {LOCAL_HINT}")
+            f"reach; {RERUN_HINT}")
     for pool in list(_pools):
         if pool.closed:
             continue
@@ -80,7 +80,7 @@ def locate(error: RemoteError) -> tuple[InterpreterPool, int, int]:
             return pool, worker, int(handle["failure"])
     raise DebugUnavailableError(
         f"the pool whose worker {error.worker} raised this {error.remote_type} is closed, and "
-        f"its frames went with it; {LOCAL_HINT}")
+        f"its frames went with it; {RERUN_HINT}")
 
 
 def kept_failures(pool: InterpreterPool,
@@ -207,11 +207,11 @@ def _refusal(how: str, worker: int) -> str:
     if how == "replaced":
         return (f"worker {worker} has failed again since, and keeps only its last failure; "
                 f"%parallel_debug --worker {worker} (or debug_worker) debugs that one, or "
-                f"{LOCAL_HINT}")
+                f"{RERUN_HINT}")
     if how.startswith("not kept: "):
-        return f"worker {worker} did not keep its last failure: {how[10:]}; {LOCAL_HINT}"
+        return f"worker {worker} did not keep its last failure: {how[10:]}; {RERUN_HINT}"
     return (f"worker {worker} keeps no failure to debug (none since the pool started, or it "
-            f"was cleared); {LOCAL_HINT}")
+            f"was cleared); {RERUN_HINT}")
 
 
 def _input(prompt: str) -> str:
