@@ -153,13 +153,22 @@ class RemoteError(InterpRpcError):
 
         return remote_error_lines(self)
 
-    def debug(self) -> None:
+    def debug(self, local: bool = False) -> None:
         """Open pdb inside the worker that raised this, on its own frames,
         while that worker still keeps them (its last failure): ``p name``
         shows the worker's value; ``up``, ``down``, ``list``, ``where`` and
         ``q`` work, and Ctrl-C ends the session. Commands are read with
         ``input()``. Raises DebugUnavailableError saying why when the frames
-        cannot be reached (another process, a closed pool, a later failure)."""
+        cannot be reached (another process, a closed pool, a later failure).
+
+        ``local=True`` re-runs the failing call here instead, with the
+        arguments that failed, and opens pdb where it raises (for a worker
+        process's error, or when the worker's frames are gone)."""
+        if local:
+            from interp_rpc._pool.local_rerun import rerun_locally
+
+            rerun_locally(self)
+            return
         from interp_rpc._pool.post_mortem import debug_error
 
         debug_error(self)

@@ -151,5 +151,28 @@ def test_a_process_pool_says_why_it_cannot(each_kernel: Kernel, kind: str) -> No
     assert each_kernel.execute("%load_ext interp_rpc").status == "ok"
     assert each_kernel.execute(f"%parallel_pool -n 1 {kind}", timeout=120).status == "ok"
     execution = each_kernel.execute("%parallel_debug")
-    assert execution.status == "error"
-    assert "whose workers are processes of their own" in execution.reply["content"]["evalue"]
+    assert execution.status == "ok"
+    said = execution.stream("stderr")
+    assert "whose workers are processes of their own" in said
+    assert "%parallel_debug --local re-runs the last error's failing call here" in said
+
+
+LOCAL_CRUNCH = """def crunch(x):
+    secret = x * 7
+    return secret // (x - 3)
+"""
+
+
+def test_local_re_runs_a_process_pool_failure_in_the_kernel(each_kernel: Kernel) -> None:
+    for code in ("%load_ext interp_rpc", "%parallel_pool -n 1 --processes", LOCAL_CRUNCH):
+        assert each_kernel.execute(code, timeout=120).status == "ok"
+    failed(each_kernel, "%parallel_map crunch range(6)")
+    # %debug says why the worker's frames cannot be reached, and what to do.
+    execution = each_kernel.execute("%debug", allow_stdin=True)
+    assert "a ProcessPool's worker keeps no frames" in str(execution.outputs)
+    assert "%parallel_debug --local" in str(execution.outputs)
+    reply, text, prompts = converse(each_kernel, "%parallel_debug --local", ["p secret, x", "q"])
+    assert reply["content"]["status"] == "ok", reply["content"]
+    assert "Re-running __main__.crunch here with the arguments that failed in worker 0" in text
+    assert "(21, 3)" in text
+    assert len(prompts) == 2  # pdb's, as the kernel's input() asks them

@@ -42,8 +42,8 @@ _END_OF_INPUT = None
 _POLL_SECONDS = 1
 
 #: What to do instead when the worker's frames cannot be reached.
-RERUN_HINT = ("to debug it anyway, re-run the failing call in this interpreter under pdb: "
-              "pdb.runcall(target, *arguments)")
+RERUN_HINT = ("err.debug(local=True) (in a notebook, %parallel_debug --local) re-runs the "
+              "failing call here, under pdb")
 
 # Every open InterpreterPool of this process, to find the one whose worker
 # raised an error (by the worker's interpreter id) without the error holding

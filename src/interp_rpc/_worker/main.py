@@ -69,27 +69,24 @@ def _output_relay(queue_id: int) -> Any:
         _output_relay_module = _load_sibling("output_relay.py", "_interp_rpc_worker_output_relay")
     return _output_relay_module.OutputRelay(queue_id, output_transport)
 
-# _worker_post_mortem, loaded by the first failure kept; a worker process
-# keeps none (process/child.py sets keeps_failures). _running: the running
-# request's (target spec, whether its arguments are views of the caller's memory).
-_post_mortem_module: ModuleType | None = None
+# post_mortem.py, loaded by the first failure; frames are kept unless process/child.py
+# says not. _running: [target spec, whether its arguments view the caller's memory].
 keeps_failures = True
-_running: tuple[tuple[Any, ...], bool] = (("path", ""), False)
+_running: list[Any] = [("path", ""), False]
 
 
 def post_mortem(action: str, *args: Any) -> Any:
     """post_mortem.py's ``action`` (what interp_rpc/_pool/post_mortem.py asks)."""
-    global _post_mortem_module
-    if _post_mortem_module is None:
-        _post_mortem_module = _load_sibling("post_mortem.py", "_interp_rpc_worker_post_mortem")
-    return getattr(_post_mortem_module, action)(*args)
+    module = (sys.modules.get("_interp_rpc_worker_post_mortem")
+              or _load_sibling("post_mortem.py", "_interp_rpc_worker_post_mortem"))
+    return getattr(module, action)(*args)
 
 
-def _failure(exc: BaseException, skip_frames: int) -> dict[str, Any]:
-    """A target's failure, described for the caller and kept for post-mortem debugging."""
+def _failure(exc: BaseException, skip_frames: int, call: Any = None) -> dict[str, Any]:
+    """A failure described, and kept for post-mortem with its ``call``: (args, kwargs)."""
     info: dict[str, Any] = wire.describe_exception(exc, skip_frames=skip_frames)
-    if keeps_failures and not isinstance(exc, MapStopped):  # a stop is no failure of its own
-        info["post_mortem"] = post_mortem("keep", exc, *_running)
+    if not isinstance(exc, MapStopped):  # a stop is no failure of its own
+        info["post_mortem"] = post_mortem("keep", exc, *_running, call, keeps_failures)
     return info
 
 
@@ -375,7 +372,8 @@ def _run_chunk(
                 append(fn(item))
     except BaseException as exc:
         # Every item before the failing one appended its result.
-        return results, len(results), wire.dumps(_failure(exc, skip_frames=own_frames))
+        call: Any = (tuple(items[len(results)]) if star else (items[len(results)],), {})
+        return results, len(results), wire.dumps(_failure(exc, own_frames, call))
     return results, -1, None
 
 
@@ -409,7 +407,7 @@ def _hooked(fn: Callable[..., Any], hooks: dict[str, Any], relay: Any,
         try:
             return fn(*args)
         except Exception as exc:
-            failures.append((index - first, _failure(exc, skip_frames=1)))
+            failures.append((index - first, _failure(exc, 1, (args, {}))))
             return None
 
     return each_item
@@ -426,8 +424,7 @@ def execute(request: memoryview, buffers: list[memoryview]) -> tuple[int, bytes,
         return (wire.ARGUMENTS_UNLOADABLE, wire.dumps(error),
                 time.perf_counter_ns() - started, 0)
     loaded = time.perf_counter_ns()
-    global _running
-    _running = target_spec, bool(buffers)
+    _running[:] = target_spec, bool(buffers)
     try:
         fn = resolve(target_spec)
     except TargetError as exc:
@@ -476,7 +473,8 @@ def execute(request: memoryview, buffers: list[memoryview]) -> tuple[int, bytes,
             profiler.disable()
         # A target's own error: skip execute()'s frame (a chunk's error is
         # described inside _run_chunk).
-        return wire.RAISED, wire.dumps(_failure(exc, skip_frames=1)), loaded - started, 0
+        call = (args, kwargs) if mode == "call" else None
+        return wire.RAISED, wire.dumps(_failure(exc, 1, call)), loaded - started, 0
     finally:
         # The stop flag is a view of the caller's memory: let go of it now,
         # whatever still refers to it (a failure's frames), so the call does
@@ -487,7 +485,8 @@ def execute(request: memoryview, buffers: list[memoryview]) -> tuple[int, bytes,
         profiler.disable()
     if mode != "call" and len(result) == 4 and result[2] is not None:  # a timed chunk failed
         values, failed, error, marks = result
-        result = values, failed, wire.dumps(_failure(error, skip_frames=own_frames)), marks
+        call = (tuple(args[0][failed]) if mode.startswith("star") else (args[0][failed],), {})
+        result = values, failed, wire.dumps(_failure(error, own_frames, call)), marks
     if failures:  # collected: the chunk ran on past them (see MapRun)
         result = result[0], -1, wire.dumps(failures), *result[3:]
     finished = time.perf_counter_ns()

@@ -48,21 +48,50 @@ BUFFERS_NOT_KEPT = (
     "memory), which a worker may not keep after the call returns")
 
 
-def keep(exc: BaseException, target_spec: tuple[Any, ...], with_buffers: bool) -> dict[str, Any]:
+#: Why a worker process keeps no frames.
+PROCESS_NOT_KEPT = ("a ProcessPool's worker keeps no frames: no debugging session reaches "
+                    "another process")
+
+#: The largest pickled arguments of a failing call sent back to the caller,
+#: to re-run it there; larger ones are left out, for a failure's reply
+#: must stay small.
+RERUN_LIMIT = 1024 * 1024
+
+
+def keep(exc: BaseException, target_spec: tuple[Any, ...], with_buffers: bool,
+         call: tuple[tuple[Any, ...], dict[str, Any]] | None = None,
+         keep_frames: bool = True) -> dict[str, Any]:
     """Keep ``exc``, raised by the request for ``target_spec``, as this
     worker's last failure in place of the one before; what the caller needs
     to find it again: this process, this interpreter and the failure's
-    number. A call whose arguments were views of the caller's memory
-    (``with_buffers``) is not kept, since its frames may hold such views,
-    but it still replaces the one before: that is no longer the last."""
+    number, and the failing ``call``'s arguments, pickled (when they are
+    small), to re-run it in the caller. A call whose arguments were views of
+    the caller's memory (``with_buffers``) is not kept, since its frames may
+    hold such views, nor is any in a worker process (``keep_frames``
+    False); either still replaces the one before, which is no longer the last."""
     global _kept, _count, _not_kept
     _count += 1
-    found = {"pid": os.getpid(), "interpreter": _interpreter_id(), "failure": _count}
-    if with_buffers:
-        _kept, _not_kept = None, BUFFERS_NOT_KEPT
-        return {**found, "not_kept": BUFFERS_NOT_KEPT}
+    found: dict[str, Any] = {"pid": os.getpid(), "interpreter": _interpreter_id(),
+                             "failure": _count}
+    if call is not None and not with_buffers:
+        found["call"] = _pickled(call)
+    if with_buffers or not keep_frames:
+        _kept, _not_kept = None, BUFFERS_NOT_KEPT if with_buffers else PROCESS_NOT_KEPT
+        return {**found, "not_kept": _not_kept}
     _kept, _not_kept = KeptFailure(exc, _count, _target_name(target_spec)), None
     return found
+
+
+def _pickled(call: tuple[tuple[Any, ...], dict[str, Any]]) -> bytes | None:
+    """The call's arguments as the caller can load them, or None when they
+    do not pickle (the target changed them) or are too large to send."""
+    import pickle
+
+    try:
+        data = pickle.dumps(call, protocol=5)
+    except Exception:
+        return None
+    return data if len(data) <= RERUN_LIMIT else None
 
 
 def _target_name(spec: tuple[Any, ...]) -> str:

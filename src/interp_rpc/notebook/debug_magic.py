@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument, kwds, magic_arguments
 
-from interp_rpc._pool import post_mortem
+from interp_rpc._pool import local_rerun, post_mortem
 from interp_rpc._pool.pool import InterpreterPool
 from interp_rpc.errors import DebugUnavailableError, RemoteError
 from interp_rpc.notebook import options
@@ -36,13 +36,17 @@ def last_error() -> BaseException | None:
 
 @options.plain_help
 @magic_arguments()
-@kwds(usage="%(prog)s [--worker W] [--clear]")
+@kwds(usage="%(prog)s [--worker W] [--clear] [--local]")
 @argument("--worker", type=int, metavar="W",
           help="debug worker W's last failure (default: the worker that raised the last "
                "error, or the one worker that keeps a failure)")
 @argument("--clear", action="store_true",
           help="release the kept failures (worker W's, or every worker's) instead: each "
                "holds its failing call's local variables alive")
+@argument("--local", action="store_true",
+          help="re-run the last error's failing call here, in the notebook's interpreter, "
+               "and open pdb where it raises (any pool: for a ProcessPool's or a dask "
+               "worker's error, or when the worker's frames are gone)")
 def parallel_debug(self: ParallelMagics, line: str) -> None:
     """pdb inside a worker, on the frames of its last failure: ``p name``
     shows the worker's value; up, down, list, where and q work; Ctrl-C ends
@@ -52,13 +56,20 @@ def parallel_debug(self: ParallelMagics, line: str) -> None:
         return
     if rest:
         raise UsageError(f"%parallel_debug takes only options, not {rest!r}")
+    if args.local:
+        if args.clear or args.worker is not None:
+            raise UsageError("--local re-runs the last error's call: it takes no --worker "
+                             "or --clear")
+        _rerun_last_error()
+        return
     notebook = self.notebook_pool
     if not notebook.started:
         print("No pool is open: nothing has failed in a worker yet.")
         return
     pool = notebook.pool
     if not isinstance(pool, InterpreterPool):
-        raise UsageError(_unreachable(pool))
+        _cannot(_unreachable(pool))
+        return
     if args.worker is not None and args.worker not in pool.worker_indices():
         raise UsageError(f"--worker {args.worker}: the pool's workers are 0 to "
                          f"{pool.workers - 1}")
@@ -92,7 +103,25 @@ def _open_session(pool: InterpreterPool, worker: int | None) -> None:
             worker = next(iter(kept))
         post_mortem.debug_worker(pool, worker)
     except DebugUnavailableError as exc:
-        raise UsageError(str(exc)) from None
+        _cannot(str(exc))
+
+
+def _cannot(why: str) -> None:
+    """Say why no session opens, as a message: raised, it would become the
+    last error, and the RemoteError that --local re-runs would be lost."""
+    print(f"%parallel_debug: {why}", file=sys.stderr)
+
+
+def _rerun_last_error() -> None:
+    error = last_error()
+    if not isinstance(error, RemoteError):
+        raise UsageError("--local re-runs the call of the last error, which must be a "
+                         "RemoteError; the last error is "
+                         f"{'none' if error is None else type(error).__name__}")
+    try:
+        local_rerun.rerun_locally(error)
+    except DebugUnavailableError as exc:
+        _cannot(str(exc))
 
 
 def _unreachable(pool: object) -> str:
@@ -100,9 +129,8 @@ def _unreachable(pool: object) -> str:
     where = ("processes of a dask cluster" if kind == "ClusterPool" else "processes of their own")
     return (f"%parallel_debug opens pdb inside a worker of a local InterpreterPool; this "
             f"notebook's pool is a {kind}, whose workers are {where}: their frames cannot "
-            "be reached from this kernel. Re-run the failing item here under pdb instead "
-            "(import pdb; pdb.runcall(target, item)), or switch to a local pool with "
-            "%parallel_pool to debug there.")
+            "be reached from this kernel. %parallel_debug --local re-runs the last error's "
+            "failing call here, under pdb.")
 
 
 class RemoteDebug:

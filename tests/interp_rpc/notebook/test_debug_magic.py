@@ -121,6 +121,20 @@ def test_debug_on_a_remote_error_without_a_record_says_why(run: Run) -> None:
     assert "%debug cannot open pdb on the worker's frames: this m.E carries no record" in ran.err
 
 
+def test_local_re_runs_the_last_error_here(run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert run("%parallel_map crunch range(6)").error is not None
+    # crunch exists in the workers only: a %%parallel cell defined it there.
+    assert "'crunch' is not defined in this interpreter" in run("%parallel_debug --local").shown
+    assert run(CRUNCH.removeprefix("%%parallel\n")).error is None  # now here too
+    typed = Typed(monkeypatch, "p secret", "q")
+    ran = run("%parallel_debug --local")
+    assert ran.error is None, ran.shown
+    assert "\n21\n" in ran.out and len(typed.prompts) == 2
+    assert "takes no --worker or --clear" in run("%parallel_debug --local --clear").shown
+    assert run("1 / 0").error is not None
+    assert "the last error is ZeroDivisionError" in run("%parallel_debug --local").shown
+
+
 def test_unload_gives_debug_back_to_ipython(shell: InteractiveShell) -> None:
     ours = shell.find_line_magic("debug")
     assert isinstance(ours, RemoteDebug)
