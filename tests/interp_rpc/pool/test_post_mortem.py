@@ -276,3 +276,26 @@ def test_a_read_that_fails_ends_the_session_in_the_worker(two: InterpreterPool) 
     assert worker is not None
     wait_until(lambda: two.status()[worker].state == "idle", what="the session's end")
     assert two.run_everywhere("pooltasks.add", (1, 2), workers=[worker]).wait() == {worker: 3}
+
+
+def test_ctrl_c_while_the_worker_runs_a_command_ends_at_its_next_prompt(
+        two: InterpreterPool) -> None:
+    import _thread
+
+    error = failed_map(two)
+    person = Person("!import time; time.sleep(2)", "p secret")
+    asked = person.read
+
+    def read_then_press_ctrl_c(prompt: str) -> str:
+        command = asked(prompt)
+        threading.Timer(0.5, _thread.interrupt_main).start()  # while the worker sleeps
+        return command
+
+    assert post_mortem.debug_error(error, read=read_then_press_ctrl_c,
+                                   write=person.write) == "debugged"
+    assert person.prompts == ["(Pdb) "]  # the command after Ctrl-C was never asked
+    assert "--KeyboardInterrupt-- the session ends once the worker's command returns" in (
+        person.transcript)
+    worker = error.worker
+    assert worker is not None
+    wait_until(lambda: two.status()[worker].state == "idle", what="the session's end")
