@@ -71,8 +71,7 @@ def keep(exc: BaseException, target_spec: tuple[Any, ...], with_buffers: bool,
     False); either still replaces the one before, which is no longer the last."""
     global _kept, _count, _not_kept
     _count += 1
-    found: dict[str, Any] = {"pid": os.getpid(), "interpreter": _interpreter_id(),
-                             "failure": _count}
+    found: dict[str, Any] = {**_here(), "failure": _count}
     if call is not None and not with_buffers:
         found["call"] = _pickled(call)
     if with_buffers or not keep_frames:
@@ -122,12 +121,17 @@ def describe() -> dict[str, Any] | None:
             "error": f"{type(exc).__name__}: {exc}"}
 
 
-def _interpreter_id() -> int:
-    try:
+# This process and interpreter, as every failure's reply names them.
+_where: dict[str, int] | None = None
+
+
+def _here() -> dict[str, int]:
+    global _where
+    if _where is None:
         from concurrent import interpreters
-    except ImportError:  # pragma: no cover - every 3.14 has it
-        return 0
-    return int(interpreters.get_current().id)
+
+        _where = {"pid": os.getpid(), "interpreter": int(interpreters.get_current().id)}
+    return _where
 
 
 class _QueueOutput:
