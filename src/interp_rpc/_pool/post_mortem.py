@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from interp_rpc._pool import replies
 from interp_rpc._pool.engine import _core
+from interp_rpc._worker import post_mortem as worker_side
 from interp_rpc.errors import DebugUnavailableError, RemoteError
 
 if TYPE_CHECKING:
@@ -33,9 +34,8 @@ __all__ = ["clear_failures", "debug_error", "debug_worker", "kept_failures", "re
 #: The worker-side entry point (_worker/main.py's post_mortem).
 WORKER_ENTRY = "_interp_rpc_worker.post_mortem"
 
-# The worker side's message kinds and end-of-input marker (_worker/post_mortem.py).
-_OUTPUT, _READ, _ENDED = "output", "read", "ended"
-_END_OF_INPUT = None
+#: How a session whose call ended without saying so ended (_converse).
+_NO_WORD = "no word"
 
 #: How long a wait for the worker's next message lasts before checking that
 #: its session's call is still running (whole seconds: the queue's timeout is).
@@ -148,12 +148,16 @@ def debug_worker(pool: InterpreterPool, worker: int, expected: int | None = None
     except BaseException:
         # Whatever stopped the relay (a read that failed, a second Ctrl-C),
         # the worker must not wait for a command that never comes.
-        commands.put(_END_OF_INPUT)
+        commands.put(worker_side.END_OF_INPUT)
         raise
     handle.wait(None)
     status, kind, reply, ran_on = handle.take()
-    replies.reply_value(status, kind, reply, ran_on, name, (), {})  # raises what went wrong
-    if how == "debugged":
+    # The call's value is how it ended, as its last message said; an error
+    # (the worker died) is raised.
+    returned = replies.reply_value(status, kind, reply, ran_on, name, (), {})
+    if how == _NO_WORD:
+        how = str(returned)
+    if how == worker_side.DEBUGGED:
         return how
     raise DebugUnavailableError(_refusal(how, worker))
 
@@ -165,13 +169,18 @@ def _converse(handle: Any, commands: Any, output: Any, read: Callable[[str], str
 
     pending = ""  # output since the last newline: the prompt of the next read
     ending = False
+    call_done = False
     while True:
         try:
             try:
                 message = output.get(timeout=_POLL_SECONDS)
             except interpreters.QueueEmpty:
-                if handle.done:  # ended without a word: its reply says why
-                    return "ended"
+                # Whatever a finished call sent is queued already: an empty
+                # queue after it finished means it ended without a word (its
+                # reply says why).
+                if call_done:
+                    return _NO_WORD
+                call_done = handle.done
                 continue
         except KeyboardInterrupt:
             # Ctrl-C while pdb runs a command: the worker cannot be
@@ -180,15 +189,15 @@ def _converse(handle: Any, commands: Any, output: Any, read: Callable[[str], str
             if ending:
                 raise
             ending = True
-            commands.put(_END_OF_INPUT)
+            commands.put(worker_side.END_OF_INPUT)
             show("\n--KeyboardInterrupt-- the session ends once the worker's command returns\n")
             continue
         kind = message[0]
-        if kind == _OUTPUT:
+        if kind == worker_side.OUTPUT:
             lines, newline, pending = (pending + message[1]).rpartition("\n")
             if newline:
                 show(lines + newline)
-        elif kind == _READ:
+        elif kind == worker_side.READ:
             prompt, pending = pending, ""
             if ending:
                 continue  # the end is queued already
@@ -196,20 +205,21 @@ def _converse(handle: Any, commands: Any, output: Any, read: Callable[[str], str
                 commands.put(read(prompt))
             except (KeyboardInterrupt, EOFError):  # Ctrl-C (or no more input) ends it
                 ending = True
-                commands.put(_END_OF_INPUT)
-        elif kind == _ENDED:
+                commands.put(worker_side.END_OF_INPUT)
+        elif kind == worker_side.ENDED:
             if pending:
                 show(pending + "\n")
             return str(message[1])
 
 
 def _refusal(how: str, worker: int) -> str:
-    if how == "replaced":
+    if how == worker_side.REPLACED:
         return (f"worker {worker} has failed again since, and keeps only its last failure; "
                 f"%parallel_debug --worker {worker} (or debug_worker) debugs that one, or "
                 f"{RERUN_HINT}")
-    if how.startswith("not kept: "):
-        return f"worker {worker} did not keep its last failure: {how[10:]}; {RERUN_HINT}"
+    if how.startswith(worker_side.NOT_KEPT):
+        reason = how.removeprefix(worker_side.NOT_KEPT)
+        return f"worker {worker} did not keep its last failure: {reason}; {RERUN_HINT}"
     return (f"worker {worker} keeps no failure to debug (none since the pool started, or it "
             f"was cleared); {RERUN_HINT}")
 

@@ -25,6 +25,9 @@ END_OF_INPUT = None
 #: What a session's messages to the caller start with (see debug()).
 OUTPUT, READ, ENDED = "output", "read", "ended"
 
+#: How a session ended (debug()'s result): it ran, or why it could not start.
+DEBUGGED, NOTHING_KEPT, REPLACED, NOT_KEPT = "debugged", "nothing kept", "replaced", "not kept: "
+
 
 class KeptFailure:
     """One failure: the exception (its traceback still alive), its number
@@ -191,21 +194,21 @@ def debug(expected: int | None, commands_id: int, output_id: int) -> str:
     to read) into ``output_id``; ends with (ENDED, how) there.
 
     ``expected``: the failure number the caller wants (a RemoteError's);
-    None takes whatever is kept. Returns how the session went: "debugged",
-    or why it could not start ("nothing kept", "replaced", or "not kept: "
-    and the reason)."""
+    None takes whatever is kept. Returns how the session went: DEBUGGED, or
+    why it could not start (NOTHING_KEPT, REPLACED, or NOT_KEPT and the
+    reason)."""
     from concurrent import interpreters
 
     commands = interpreters.Queue(commands_id)
     queue = interpreters.Queue(output_id)
-    how = "debugged"
+    how = DEBUGGED
     try:
         kept = _kept
         if kept is None:
-            how = (f"not kept: {_not_kept}" if _not_kept is not None
-                   and expected in (None, _count) else "nothing kept")
+            how = (NOT_KEPT + _not_kept if _not_kept is not None
+                   and expected in (None, _count) else NOTHING_KEPT)
         elif expected is not None and kept.number != expected:
-            how = "replaced"
+            how = REPLACED
         else:
             _session(kept, commands, queue)
     finally:

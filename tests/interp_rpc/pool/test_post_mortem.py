@@ -299,3 +299,35 @@ def test_ctrl_c_while_the_worker_runs_a_command_ends_at_its_next_prompt(
     worker = error.worker
     assert worker is not None
     wait_until(lambda: two.status()[worker].state == "idle", what="the session's end")
+
+
+class _FinishesWhenAsked:
+    """A session's call that finishes, its last message sent, just as the
+    caller asks whether it is done (after an empty wait for a message)."""
+
+    def __init__(self, output: object, last: tuple[str, str] | None) -> None:
+        self._output = output
+        self._last = last
+
+    @property
+    def done(self) -> bool:
+        if self._last is not None:
+            self._output.put(self._last)  # type: ignore[attr-defined]
+            self._last = None
+        return True
+
+
+def _relay(last: tuple[str, str] | None) -> str:
+    from concurrent import interpreters
+
+    output = interpreters.create_queue()
+    return post_mortem._converse(_FinishesWhenAsked(output, last), interpreters.create_queue(),
+                                 output, Person().read, lambda text: None)
+
+
+def test_the_last_message_of_a_call_that_just_finished_is_read() -> None:
+    assert _relay(("ended", "replaced")) == "replaced"
+
+
+def test_a_call_that_ended_without_a_word_is_not_waited_for_forever() -> None:
+    assert _relay(None) == post_mortem._NO_WORD
