@@ -1,15 +1,15 @@
 """A worker's last failure, kept alive for post-mortem debugging, and the
 pdb session that debugs it on its own frames.
 
-Loaded by main.py beside it (never imported as part of the interp_rpc
-package), by the first failure a worker keeps; it uses the standard library
-only. The caller's side is interp_rpc/_pool/post_mortem.py.
+A worker loads it by path beside main.py, on its first failure; it uses the
+standard library only. The caller's side, interp_rpc/_pool/post_mortem.py,
+imports it too, for the session's message kinds and outcomes.
 
 What keeping costs: a kept exception holds its traceback, whose frames hold
 every local variable of the failing call (and of the worker's own frames
 above it, which hold the chunk's items), until the worker's next failure
-replaces it, ``%parallel_debug --clear`` (or ``pool.clear_failure()``)
-releases it, or the pool closes. One failure per worker, never more.
+replaces it, ``%parallel_debug --clear`` (clear_failures on the caller's
+side) releases it, or the pool closes. One failure per worker, never more.
 """
 
 from __future__ import annotations
@@ -43,7 +43,6 @@ _kept: KeptFailure | None = None
 _count = 0
 #: Why the last failure was not kept, when it was not (said by the session).
 _not_kept: str | None = None
-
 
 #: Why a failure whose call had views of the caller's memory is not kept.
 BUFFERS_NOT_KEPT = (

@@ -7,7 +7,7 @@
                   [--profile] TARGET ITEMS
     %parallel_status [--watch S | --stop]
     %parallel_profile [--functions] [--export PATH] [-o NAME]
-    %parallel_debug [--worker W] [--clear]      (and %debug after a RemoteError)
+    %parallel_debug [--worker W] [--clear] [--local]   (and %debug after a RemoteError)
 
 Options come first, as with %timeit; what follows them is Python, taken
 verbatim (see options.py). Each magic answers --help (and ``%magic?``), and
