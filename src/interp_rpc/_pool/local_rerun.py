@@ -17,6 +17,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from interp_rpc._worker.post_mortem import RERUN_LIMIT
 from interp_rpc.errors import DebugUnavailableError, RemoteError
 
 __all__ = ["rerun_locally", "resolve_here"]
@@ -70,7 +71,7 @@ def rerun_locally(error: RemoteError) -> None:
         raise DebugUnavailableError(
             f"this {error.remote_type} cannot be re-run here: its call's arguments did not "
             "come back with it (they were views of the caller's memory, did not pickle, or "
-            "were larger than a failure's reply carries)")
+            f"were larger than the {RERUN_LIMIT // 1024} KiB a failure's reply carries)")
     target = resolve_here(error.target)
     args, kwargs = pickle.loads(data)
     print(f"Re-running {error.target} here with the arguments that failed in worker "

@@ -55,9 +55,9 @@ PROCESS_NOT_KEPT = ("a ProcessPool's worker keeps no frames: no debugging sessio
                     "another process")
 
 #: The largest pickled arguments of a failing call sent back to the caller,
-#: to re-run it there; larger ones are left out, for a failure's reply
-#: must stay small.
-RERUN_LIMIT = 1024 * 1024
+#: to re-run it there; larger ones are left out. A map with errors="collect"
+#: sends one per failing item, so this bounds what its failures add.
+RERUN_LIMIT = 64 * 1024
 
 
 def keep(exc: BaseException, target_spec: tuple[Any, ...], with_buffers: bool,

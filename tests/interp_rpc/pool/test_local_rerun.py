@@ -85,8 +85,9 @@ def test_a_call_that_does_not_fail_here_says_so(pool: InterpreterPool) -> None:
 
 def test_arguments_too_large_to_send_back_are_named(pool: InterpreterPool) -> None:
     with pytest.raises(RemoteError) as caught:
-        pool.call("debugtasks.outer", "x" * (2 * 1024 * 1024))
-    with pytest.raises(DebugUnavailableError, match="arguments did not come back"):
+        pool.call("debugtasks.outer", "x" * (65 * 1024))
+    with pytest.raises(DebugUnavailableError, match=r"arguments did not come back with it .* "
+                       r"larger than the 64 KiB a failure's reply carries"):
         caught.value.debug(local=True)
 
 
