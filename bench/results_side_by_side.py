@@ -94,7 +94,8 @@ def report(times: dict[str, dict[str, list[float]]], rounds: int) -> str:
     ]
     for label, by_name in times.items():
         cells = [f"{statistics.median(by_name[n]) * 1000:.1f}" for n in names]
-        ratios = [f"{statistics.median(a / b for a, b in zip(by_name['interp-rpc'], by_name[n])):.2f}"
+        ours = by_name["interp-rpc"]
+        ratios = [f"{statistics.median(a / b for a, b in zip(ours, by_name[n], strict=True)):.2f}"
                   for n in others]
         lines.append(f"| {label} | " + " | ".join(cells + ratios) + " |")
     return "\n".join(lines) + "\n"

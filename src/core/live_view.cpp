@@ -55,11 +55,12 @@ std::int64_t map_item_counter::update(const call_log& log) {
 }
 
 std::string displayed_state(const worker_snapshot& w, double stuck_after_seconds) {
-  return displayed_state(to_string(w.state), w.busy_seconds, stuck_after_seconds);
+  return displayed_state(to_string(w.state), w.target, w.busy_seconds, stuck_after_seconds);
 }
 
-std::string displayed_state(std::string_view state, double busy_seconds,
+std::string displayed_state(std::string_view state, std::string_view target, double busy_seconds,
                             double stuck_after_seconds) {
+  if (state == "busy" && target.starts_with(debug_session_prefix)) return "debugging";
   if (state == "busy" && busy_seconds >= stuck_after_seconds) return "stuck";
   return std::string(state);
 }
@@ -71,6 +72,7 @@ std::string displayed_state(std::string_view state, double busy_seconds,
 // (WCAG AA asks 4.5:1). A stuck worker is told from a dead one by its word.
 std::string_view state_marker(std::string_view state) {
   if (state == "busy") return "var(--jp-success-color1, #1a7f37)";
+  if (state == "debugging") return "var(--jp-warn-color1, #9a6700)";
   if (state == "stuck" || state == "dead") return "var(--jp-error-color1, #b42318)";
   return "transparent";
 }
@@ -105,7 +107,7 @@ void render_progress(const live_progress& progress, live_rendering& r) {
 constexpr int column_count = 6;
 
 void render_row(const status_row& w, double stuck_after_seconds, live_rendering& r) {
-  const std::string state = displayed_state(w.state, w.busy_seconds, stuck_after_seconds);
+  const std::string state = displayed_state(w.state, w.target, w.busy_seconds, stuck_after_seconds);
   const bool busy = w.state == "busy";
   const std::string item = busy && w.item_index >= 0 ? std::to_string(w.item_index) : "";
   const std::string running = busy ? seconds_text(w.busy_seconds) : "";

@@ -87,14 +87,21 @@ live_rendering render_live_view(const std::vector<worker_snapshot>& workers,
                                 const live_progress& progress, double stuck_after_seconds,
                                 std::string note = {});
 
-// "idle", "busy", "stuck", "dead"...: the state a person should read.
+// The name of every post-mortem debugging session's call begins with this
+// (interp_rpc._pool.post_mortem names them): a worker busy with one is
+// "debugging", waiting on a person, never "stuck". No real target's name
+// has a space in it, so none can be taken for one.
+inline constexpr std::string_view debug_session_prefix = "post-mortem of ";
+
+// "idle", "busy", "debugging", "stuck", "dead"...: the state a person should read.
 std::string displayed_state(const worker_snapshot& w, double stuck_after_seconds);
 
-// The same for a worker reported as `state` ("busy", ...) that has been busy
+// The same for a worker reported as `state` ("busy", ...) running `target`
 // for `busy_seconds`: a busy worker whose call has run stuck_after_seconds or
-// longer is "stuck". This is the one definition of stuck, for the local
-// pool's table and a cluster's (interp_rpc.records.WorkerStatus).
-std::string displayed_state(std::string_view state, double busy_seconds,
+// longer is "stuck", one running a debugging session is "debugging". This is
+// the one definition of both, for the local pool's table and a cluster's
+// (interp_rpc.records.WorkerStatus).
+std::string displayed_state(std::string_view state, std::string_view target, double busy_seconds,
                             double stuck_after_seconds);
 
 // The colour that marks the state cell of a row in a displayed state: a CSS

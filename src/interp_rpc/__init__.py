@@ -22,6 +22,7 @@ from interp_rpc._worker.wire import borrow
 from interp_rpc.errors import (
     MISSING,
     CallTimeoutError,
+    DebugUnavailableError,
     InterpRpcError,
     PoolBrokenError,
     PoolClosedError,
@@ -54,6 +55,7 @@ __all__ = [
     "MISSING",
     "CallRecord",
     "CallTimeoutError",
+    "DebugUnavailableError",
     "InterpRpcError",
     "InterpreterPool",
     "ItemRecord",

@@ -437,16 +437,19 @@ PYBIND11_MODULE(_core, m) {
 
   m.def("monotonic_ns", &core::now_ns, "The engine's clock (the same as time.monotonic_ns()).");
 
-  // The status tables' rule for "stuck" (core/live_view.hpp), for what
-  // Python shows of a worker's state (WorkerStatus.displayed_state).
+  // The status tables' rules for "stuck" and "debugging" (core/live_view.hpp),
+  // for what Python shows of a worker's state (WorkerStatus.displayed_state).
   m.attr("DEFAULT_STUCK_AFTER") = core::default_stuck_after_seconds;
+  m.attr("DEBUG_SESSION_PREFIX") = std::string(core::debug_session_prefix);
   m.def(
       "displayed_state",
-      [](const std::string& state, double busy_seconds, double stuck_after) {
-        return core::displayed_state(state, busy_seconds, stuck_after);
+      [](const std::string& state, double busy_seconds, double stuck_after,
+         const std::string& target) {
+        return core::displayed_state(state, target, busy_seconds, stuck_after);
       },
-      py::arg("state"), py::arg("busy_seconds"), py::arg("stuck_after"),
-      "The state a person should read: 'stuck' for a worker busy that long, else `state`.");
+      py::arg("state"), py::arg("busy_seconds"), py::arg("stuck_after"), py::arg("target") = "",
+      "The state a person should read: 'debugging' for a worker in a post-mortem session, "
+      "'stuck' for a worker busy that long, else `state`.");
   // A table from rows a pool reported (a cluster's), drawn as the engine
   // draws its own: one table for every pool.
   using status_row_tuple = std::tuple<std::int64_t, std::string, std::string, std::int64_t, double,

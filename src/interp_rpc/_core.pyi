@@ -9,6 +9,7 @@ STATUS_CLOSED: int
 STATUS_BROKEN: int
 CALL_LOG_CAPACITY: int
 DEFAULT_STUCK_AFTER: float
+DEBUG_SESSION_PREFIX: str
 RECORD_FIELDS: tuple[str, ...]
 REPLY_OK: int
 REPLY_ENGINE_ERROR: int
@@ -105,7 +106,8 @@ class Engine:
     @property
     def interpreter_ids(self) -> list[int]: ...
 
-def displayed_state(state: str, busy_seconds: float, stuck_after: float) -> str: ...
+def displayed_state(state: str, busy_seconds: float, stuck_after: float,
+                    target: str = "") -> str: ...
 def render_status(
     rows: list[tuple[int, str, str, int, float, int, str]],
     *,

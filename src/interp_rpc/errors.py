@@ -120,6 +120,9 @@ class RemoteError(InterpRpcError):
         #: For a map: every item's result, in order, MISSING where an item did
         #: not finish (the failed one, and those after it); None for a call.
         self.partial_results: list[object] | None = None
+        #: Where the worker keeps this failure's frames (its process,
+        #: interpreter and failure number), for debug(); None when unknown.
+        self.post_mortem: dict[str, Any] | None = None
         super().__init__(self._describe())
 
     def __str__(self) -> str:
@@ -149,6 +152,26 @@ class RemoteError(InterpRpcError):
         from interp_rpc.display.errors import remote_error_lines
 
         return remote_error_lines(self)
+
+    def debug(self, local: bool = False) -> None:
+        """Open pdb inside the worker that raised this, on its own frames,
+        while that worker still keeps them (its last failure): ``p name``
+        shows the worker's value; ``up``, ``down``, ``list``, ``where`` and
+        ``q`` work, and Ctrl-C ends the session. Commands are read with
+        ``input()``. Raises DebugUnavailableError saying why when the frames
+        cannot be reached (another process, a closed pool, a later failure).
+
+        ``local=True`` re-runs the failing call here instead, with the
+        arguments that failed, and opens pdb where it raises (for a worker
+        process's error, or when the worker's frames are gone)."""
+        if local:
+            from interp_rpc._pool.local_rerun import rerun_locally
+
+            rerun_locally(self)
+            return
+        from interp_rpc._pool.post_mortem import debug_error
+
+        debug_error(self)
 
     def origin(self, quote_target: bool = True) -> list[str]:
         """Where it was raised: "worker N", "target ...", "item N", as known."""
@@ -191,6 +214,12 @@ def _restore_remote(state: dict[str, Any]) -> RemoteError:
     error = remote_error(**{name: state[name] for name in _REMOTE_FIELDS})
     error.__dict__.update(state)
     return error
+
+
+class DebugUnavailableError(InterpRpcError):
+    """A post-mortem session cannot open on a worker's frames; the message
+    says why (the frames are in another process, the pool is closed, the
+    worker failed again since or keeps nothing) and what to do instead."""
 
 
 class ShareabilityError(InterpRpcError, TypeError):

@@ -23,10 +23,12 @@ class WorkerStatus:
     call_id: int | None = None  # the running call's id (CallRecord.id once it finished)
 
     def displayed_state(self, stuck_after: float) -> str:
-        """``state`` as a person should read it: "stuck" for a busy worker
-        whose call has run ``stuck_after`` seconds or longer. The engine's
-        rule, which the local pool's live table applies too."""
-        return _core.displayed_state(self.state, self.busy_seconds, stuck_after)
+        """``state`` as a person should read it: "debugging" for a worker in
+        a post-mortem session, "stuck" for a busy worker whose call has run
+        ``stuck_after`` seconds or longer. The engine's rules, which the
+        local pool's live table applies too."""
+        return _core.displayed_state(self.state, self.busy_seconds, stuck_after,
+                                     self.target or "")
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,17 @@ TEST_CASE("a worker busy past the threshold shows as stuck") {
   CHECK(displayed_state(worker(0, worker_state::idle, 99.0), 10.0) == "idle");
 }
 
+TEST_CASE("a worker in a post-mortem session shows as debugging, never stuck") {
+  const std::string session = std::string(debug_session_prefix) + "crunch";
+  CHECK(displayed_state(worker(0, worker_state::busy, 999.0, session), 10.0) == "debugging");
+  CHECK(displayed_state(worker(0, worker_state::busy, 1.0, session), 10.0) == "debugging");
+  // A real target's name never has the prefix's space: it is only busy, then stuck.
+  CHECK(displayed_state(worker(0, worker_state::busy, 1.0, "post_mortem.of"), 10.0) == "busy");
+  const auto rows = render_live_view({worker(0, worker_state::busy, 3.0, session)}, {}, 10.0);
+  CHECK(rows.text.find("debugging") != std::string::npos);
+  CHECK(rows.html.find("interp-rpc-debugging") != std::string::npos);
+}
+
 TEST_CASE("the live view shows progress and every worker, escaping HTML") {
   auto dead = worker(2, worker_state::dead, 0);
   dead.detail = "its thread failed";

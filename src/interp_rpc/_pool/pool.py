@@ -13,7 +13,7 @@ import warnings
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
-from interp_rpc._pool import exit_policy, replies
+from interp_rpc._pool import exit_policy, post_mortem, replies
 from interp_rpc._pool.chunks import chunk_results
 from interp_rpc._pool.encoding import EncodedCall
 from interp_rpc._pool.engine import WORKER_SOURCE, _core, require_engine
@@ -39,6 +39,7 @@ class InterpreterPool(EnginePool["_core.CallHandle"]):
     def __init__(self, workers: int = 4, init: str | None = None,
                  init_timeout: float | None = 30.0, *, max_workers: int | None = None) -> None:
         super().__init__(workers, init, init_timeout, max_workers)
+        post_mortem.register_pool(self)
 
     def _start_engine(self, workers: int, setup: bytes) -> _core.Engine:
         require_engine()

@@ -67,15 +67,17 @@ def reply_value(status: int, kind: int, reply: bytes, worker: int, target: objec
                          f"{reply.decode('utf-8', 'replace')}")
 
 
-def remote_error(info: dict[str, str], *, target: str, worker: int | None,
+def remote_error(info: dict[str, Any], *, target: str, worker: int | None,
                  item_index: int | None = None) -> RemoteError:
     """The RemoteError for a worker's describe_exception() of what it raised
     (also an instance of the original class when the caller has it)."""
-    return remote_classes.remote_error(
+    error = remote_classes.remote_error(
         remote_type_name=info["type_name"], remote_module=info["module"],
         remote_message=info["message"], remote_traceback=info["traceback"],
         remote_qualname=info.get("qualname"), target=target, worker=worker,
         item_index=item_index)
+    error.post_mortem = info.get("post_mortem")
+    return error
 
 
 def refusal(status: str | int, name: str) -> InterpRpcError:

@@ -69,6 +69,27 @@ def _output_relay(queue_id: int) -> Any:
         _output_relay_module = _load_sibling("output_relay.py", "_interp_rpc_worker_output_relay")
     return _output_relay_module.OutputRelay(queue_id, output_transport)
 
+# post_mortem.py, loaded by the first failure; frames are kept unless process/child.py
+# says not. _running: [target spec, whether its arguments view the caller's memory].
+keeps_failures = True
+_running: list[Any] = [("path", ""), False]
+
+
+def post_mortem(action: str, *args: Any) -> Any:
+    """post_mortem.py's ``action`` (what interp_rpc/_pool/post_mortem.py asks)."""
+    module = (sys.modules.get("_interp_rpc_worker_post_mortem")
+              or _load_sibling("post_mortem.py", "_interp_rpc_worker_post_mortem"))
+    return getattr(module, action)(*args)
+
+
+def _failure(exc: BaseException, skip_frames: int, call: Any = None) -> dict[str, Any]:
+    """A failure described, and kept for post-mortem with its ``call``: (args, kwargs)."""
+    info: dict[str, Any] = wire.describe_exception(exc, skip_frames=skip_frames)
+    if not isinstance(exc, MapStopped):  # a stop is no failure of its own
+        info["post_mortem"] = post_mortem("keep", exc, *_running, call, keeps_failures)
+    return info
+
+
 # Resolved targets, by the request's target spec.
 _targets: dict[tuple[Any, ...], Callable[..., Any]] = {}
 
@@ -106,98 +127,13 @@ class ScriptImportError(ImportError):
                 f"import{keep}, and use it from there")
 
 
-def _refused_extension(exc: BaseException) -> str | None:
-    """The C extension module that refused to load in this subinterpreter, if
-    that is what ``exc`` (or an exception it was raised from) says. Packages
-    such as numpy re-raise the refusal inside a longer message of their own."""
-    import re
-
-    seen: set[int] = set()
-    error: BaseException | None = exc
-    while error is not None and id(error) not in seen:
-        seen.add(id(error))
-        found = re.search(r"module (\S+) does not support loading in subinterpreters",
-                          str(error))
-        if found:
-            return found.group(1)
-        error = error.__cause__ or error.__context__
-    return None
-
-
-class _LazyScript:
-    """The caller's script (its __main__), imported in this worker the first
-    time a target or an argument refers to ``__main__`` or ``__mp_main__``.
-
-    Workers never import it when they start: a script that imports numpy,
-    psutil or pyzmq at top level (C extensions that refuse subinterpreters)
-    would then break every call, even ``pool.call("math.sqrt", 16.0)``.
-    Until then, both modules carry a module ``__getattr__`` that imports
-    the script on the first missing name; pickle's lookup of
-    ``__main__.Name`` goes through it. A failed import is remembered, and
-    every later reference fails the same way without running it again.
-    """
-
-    def __init__(self, spec: dict[str, str]) -> None:
-        self.spec = spec
-        self.failure: tuple[str, str | None] | None = None  # (cause, refused module)
-        self.main = sys.modules["__main__"]
-        self.mp_main = ModuleType("__mp_main__")
-        sys.modules["__mp_main__"] = self.mp_main
-        for module in (self.main, self.mp_main):
-            module.__dict__["__getattr__"] = self.attribute
-
-    @property
-    def script(self) -> str:
-        return self.spec.get("path") or f"module {self.spec.get('name')}"
-
-    def attribute(self, name: str) -> Any:
-        if name.startswith("__") and name.endswith("__"):
-            # Probes such as hasattr(__main__, "__file__") must not import it.
-            raise AttributeError(f"module '__main__' has no attribute {name!r}")
-        if self.failure is None:
-            self._import()
-        if self.failure is not None:
-            cause, refused = self.failure
-            raise ScriptImportError(name, self.script, cause, refused)
-        try:
-            return self.mp_main.__dict__[name]
-        except KeyError:
-            raise AttributeError(f"module '__main__' has no attribute {name!r}") from None
-
-    def _import(self) -> None:
-        import runpy
-
-        for module in (self.main, self.mp_main):
-            module.__dict__.pop("__getattr__", None)
-        try:
-            if "name" in self.spec:
-                namespace = runpy.run_module(self.spec["name"], run_name="__mp_main__",
-                                             alter_sys=True)
-            else:
-                namespace = runpy.run_path(self.spec["path"], run_name="__mp_main__")
-        except BaseException as exc:  # whatever the script raises, the calls that need it get
-            # A pool that the script creates at top level (no main guard)
-            # stops the import there, keeping what the script defined so far
-            # (a ProcessPool does: a worker must not start pools of its own).
-            stopped_at_pool = getattr(exc, "script_namespace", None)
-            if not isinstance(stopped_at_pool, dict):
-                self.failure = (f"{type(exc).__name__}: {exc}", _refused_extension(exc))
-                for module in (self.main, self.mp_main):  # later references fail the same way
-                    module.__dict__["__getattr__"] = self.attribute
-                return
-            namespace = stopped_at_pool
-        sys.modules["__mp_main__"] = self.mp_main  # run_module(alter_sys) replaced it
-        self.mp_main.__dict__.update(namespace)
-        self.main.__dict__.update(
-            {k: v for k, v in namespace.items() if not k.startswith("__")})
-
-
 def setup(config_view: memoryview) -> tuple[int, bytes]:
     try:
         config = wire.loads(config_view)
         sys.path[:] = config["sys_path"]
         if config.get("main"):
-            _LazyScript(config["main"])
+            lazy = _load_sibling("lazy_script.py", "_interp_rpc_worker_lazy_script")
+            lazy.LazyScript(config["main"], ScriptImportError)
         init = config.get("init")
         if init:
             main_globals = sys.modules["__main__"].__dict__
@@ -351,8 +287,8 @@ def _run_chunk(
                 append(fn(item))
     except BaseException as exc:
         # Every item before the failing one appended its result.
-        return results, len(results), wire.dumps(
-            wire.describe_exception(exc, skip_frames=own_frames))
+        call: Any = (tuple(items[len(results)]) if star else (items[len(results)],), {})
+        return results, len(results), wire.dumps(_failure(exc, own_frames, call))
     return results, -1, None
 
 
@@ -386,7 +322,7 @@ def _hooked(fn: Callable[..., Any], hooks: dict[str, Any], relay: Any,
         try:
             return fn(*args)
         except Exception as exc:
-            failures.append((index - first, wire.describe_exception(exc, skip_frames=1)))
+            failures.append((index - first, _failure(exc, 1, (args, {}))))
             return None
 
     return each_item
@@ -408,6 +344,7 @@ def execute(request: memoryview, buffers: list[memoryview]) -> Reply:
         return (wire.ARGUMENTS_UNLOADABLE, wire.dumps(error),
                 time.perf_counter_ns() - started, 0)
     loaded = time.perf_counter_ns()
+    _running[:] = target_spec, bool(buffers)
     try:
         fn = resolve(target_spec)
     except TargetError as exc:
@@ -456,8 +393,8 @@ def execute(request: memoryview, buffers: list[memoryview]) -> Reply:
             profiler.disable()
         # A target's own error: skip execute()'s frame (a chunk's error is
         # described inside _run_chunk).
-        return wire.RAISED, wire.dumps(wire.describe_exception(exc, skip_frames=1)), \
-            loaded - started, 0
+        call = (args, kwargs) if mode == "call" else None
+        return wire.RAISED, wire.dumps(_failure(exc, 1, call)), loaded - started, 0
     finally:
         # The stop flag is a view of the caller's memory: let go of it now,
         # whatever still refers to it (a failure's frames), so the call does
@@ -468,8 +405,8 @@ def execute(request: memoryview, buffers: list[memoryview]) -> Reply:
         profiler.disable()
     if mode != "call" and len(result) == 4 and result[2] is not None:  # a timed chunk failed
         values, failed, error, marks = result
-        result = values, failed, wire.dumps(wire.describe_exception(error,
-                                                                    skip_frames=own_frames)), marks
+        call = (tuple(args[0][failed]) if mode.startswith("star") else (args[0][failed],), {})
+        result = values, failed, wire.dumps(_failure(error, own_frames, call)), marks
     if failures:  # collected: the chunk ran on past them (see MapRun)
         result = result[0], -1, wire.dumps(failures), *result[3:]
     finished = time.perf_counter_ns()
@@ -560,7 +497,7 @@ def run_cell(source: str, filename: str = "<parallel cell>",
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             exec(code, main)
     except BaseException as exc:
-        error = wire.describe_exception(exc, skip_frames=1)
+        error = _failure(exc, skip_frames=1)
     finally:
         if relay is not None:
             relay.flush()

@@ -7,11 +7,12 @@
                   [--profile] TARGET ITEMS
     %parallel_status [--watch S | --stop]
     %parallel_profile [--functions] [--export PATH] [-o NAME]
+    %parallel_debug [--worker W] [--clear] [--local]   (and %debug after a RemoteError)
 
 Options come first, as with %timeit; what follows them is Python, taken
 verbatim (see options.py). Each magic answers --help (and ``%magic?``), and
 lives in its own module (pool_magic, cell_magic, map_magic, status_magic,
-profile_magic). They share the notebook's one pool (notebook_pool.py);
+profile_magic, debug_magic). They share the notebook's one pool (notebook_pool.py);
 ``current_pool()`` returns it.
 """
 
@@ -20,7 +21,14 @@ from __future__ import annotations
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 
-from interp_rpc.notebook import cell_magic, map_magic, pool_magic, profile_magic, status_magic
+from interp_rpc.notebook import (
+    cell_magic,
+    debug_magic,
+    map_magic,
+    pool_magic,
+    profile_magic,
+    status_magic,
+)
 from interp_rpc.notebook.notebook_pool import NotebookPool, Pool
 
 __all__ = ["ParallelMagics", "current_pool", "load_ipython_extension",
@@ -42,6 +50,7 @@ class ParallelMagics(Magics):
     parallel_map = line_magic(map_magic.parallel_map)
     parallel_status = line_magic(status_magic.parallel_status)
     parallel_profile = line_magic(profile_magic.parallel_profile)
+    parallel_debug = line_magic(debug_magic.parallel_debug)
 
     @property
     def pool(self) -> Pool:
@@ -65,9 +74,18 @@ def load_ipython_extension(shell: InteractiveShell) -> None:
     # Errors render themselves (their _render_traceback_), so no exception
     # handler of the shell is replaced.
     shell.register_magics(ParallelMagics(shell))
+    # %debug after a RemoteError debugs the worker's frames; IPython's own
+    # %debug does everything else, and comes back on unload.
+    ipython_debug = shell.find_line_magic("debug")
+    if ipython_debug is not None and not isinstance(ipython_debug, debug_magic.RemoteDebug):
+        shell.magics_manager.register_function(debug_magic.RemoteDebug(ipython_debug),
+                                               "line", "debug")
 
 
 def unload_ipython_extension(shell: InteractiveShell) -> None:
     magics = shell.magics_manager.registry.get("ParallelMagics")
     if isinstance(magics, ParallelMagics):
         magics.close()
+    ours = shell.find_line_magic("debug")
+    if isinstance(ours, debug_magic.RemoteDebug):
+        shell.magics_manager.magics["line"]["debug"] = ours.ipython_debug

@@ -70,7 +70,7 @@ def test_items_are_any_python_expression_taken_verbatim(
 
 
 @pytest.mark.parametrize("magic", ["parallel_pool", "parallel_map", "parallel_status",
-                                   "parallel_profile", "parallel"])
+                                   "parallel_profile", "parallel_debug", "parallel"])
 def test_every_magic_answers_help_with_its_usage(run: Run, magic: str) -> None:
     usage = f"%%{magic} " if magic == "parallel" else f"%{magic}"
     ran = run(f"%{magic} --help")
