@@ -230,7 +230,7 @@ class ProcessEngine:
         """Read this worker's replies until its process ends; then account
         for its end, and start its replacement if the pool goes on."""
         _reader.on = True
-        receive = framing.Receiver(process.reply_fd, process.files).receive
+        receive = framing.Receiver(process.reply_fd, process.files, process.memory).receive
         try:
             if self._read_setup(slot, process, receive):
                 self._read_replies(slot, process, receive)

@@ -7,7 +7,7 @@ import signal
 from collections.abc import Callable
 
 import pytest
-from process_support import wait_ended
+from process_support import shared_memory_names, wait_ended
 from support import wait_until
 
 from interp_rpc import PoolInitError, ProcessPool, WorkerDiedError
@@ -60,7 +60,7 @@ def _children() -> set[int]:
 def test_a_hundred_crashes_in_a_row_each_fail_one_call_and_leave_nothing(
         make_process_pool: Callable[..., ProcessPool]) -> None:
     before_children = _children()
-    before_shm = set(os.listdir("/dev/shm"))
+    before_shm = shared_memory_names()
     pool = make_process_pool(workers=2)
     targets = ["processtasks.exit_with", "processtasks.segfault"] * 50
     futures = [pool.submit(t, 1) if t.endswith("exit_with") else pool.submit(t)
@@ -76,7 +76,7 @@ def test_a_hundred_crashes_in_a_row_each_fail_one_call_and_leave_nothing(
     pool.close()
     wait_ended(pids)
     wait_until(lambda: _children() <= before_children, what="every replaced worker reaped")
-    assert set(os.listdir("/dev/shm")) <= before_shm
+    assert shared_memory_names() <= before_shm
 
 
 def test_a_worker_that_dies_in_init_fails_the_pool() -> None:
