@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
+import time
 from collections.abc import Callable
 
 import pytest
@@ -93,3 +95,24 @@ def test_a_replacement_runs_init_and_its_pid_replaces_the_dead_one(
     assert dead[0] not in pool.worker_pids()
     assert pool.call("pooltasks.main_attr", "READY") == "set by init"
     assert pool.worker_pids() not in ([], dead)
+
+
+def test_close_while_a_replacement_is_starting(
+        make_process_pool: Callable[..., ProcessPool], monkeypatch: pytest.MonkeyPatch) -> None:
+    """close() comes while the reader of a dead worker's replacement is
+    being started: it waits for that reader rather than failing to join it."""
+    pool = make_process_pool(workers=1)
+    start = threading.Thread.start
+    starting = threading.Event()
+
+    def slow_start(thread: threading.Thread) -> None:
+        if thread.name.startswith("interp-rpc process worker"):
+            starting.set()
+            time.sleep(0.5)  # the scheduler is slow to get to it
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", slow_start)
+    with pytest.raises(WorkerDiedError):
+        pool.call("processtasks.exit_with", 3)
+    assert starting.wait(30)
+    pool.close(timeout=30)
