@@ -351,3 +351,30 @@ def test_a_released_segment_serves_the_next_part(monkeypatch: pytest.MonkeyPatch
         assert bytes(third) == b"c" * 90 and bytes(second) == b"b" * 100
     finally:
         ends.close()
+
+
+def test_large_arrays_from_threads_at_once_each_come_back_as_sent(
+        make_process_pool: Any) -> None:
+    """Segments are reused while other threads send and receive: each echo
+    returns its own array, and one kept by the caller never changes."""
+    pool = make_process_pool(workers=2)
+    kept = [pool.call("processtasks.full", LARGE, -1.0)]
+    failures: list[str] = []
+
+    def echo_many(seed: int) -> None:
+        for round_number in range(15):
+            value = float(seed * 100 + round_number)
+            returned = pool.call("processtasks.echo", numpy.full(LARGE, value))
+            if not (returned == value).all():
+                failures.append(f"thread {seed} round {round_number}")
+
+    threads = [threading.Thread(target=echo_many, args=(seed,)) for seed in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    assert failures == []
+    assert (kept[0] == -1.0).all()
+    mapped = list(pool.map("processtasks.echo", [numpy.full(LARGE, float(i)) for i in range(8)],
+                           chunksize=1))
+    assert [float(a[0]) for a in mapped] == [float(i) for i in range(8)]
