@@ -82,7 +82,16 @@ class WorkerProcess:
                 return False
             try:
                 framing.send(self._request_fd, self.files, self.memory, tag, parts)
-            except (BrokenPipeError, OSError):
+            except BrokenPipeError:
+                return False
+            except BaseException as exc:
+                # The message could not be made or was cut short (no memory
+                # for a segment, Ctrl-C during a large copy): the channel may
+                # be out of step, so the worker is replaced, and the call it
+                # was sent fails saying why, rather than wait for a reply.
+                self.kill(f"its call could not be sent to it ({type(exc).__name__}: {exc})")
+                if not isinstance(exc, Exception):
+                    raise
                 return False
         return True
 

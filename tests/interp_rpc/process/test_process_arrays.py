@@ -378,3 +378,20 @@ def test_large_arrays_from_threads_at_once_each_come_back_as_sent(
     mapped = list(pool.map("processtasks.echo", [numpy.full(LARGE, float(i)) for i in range(8)],
                            chunksize=1))
     assert [float(a[0]) for a in mapped] == [float(i) for i in range(8)]
+
+
+def test_a_call_that_cannot_be_sent_fails_and_the_pool_goes_on(
+        make_process_pool: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No memory for a new segment: the call fails with an error that says
+    so (its worker, whose channel may be out of step, is replaced) instead
+    of waiting for a reply that never comes."""
+    pool = make_process_pool(workers=1)
+
+    def no_memory(*args: object) -> object:
+        raise OSError(12, "Cannot allocate memory")
+
+    monkeypatch.setattr(SharedMemory, "_create", no_memory)
+    with pytest.raises(WorkerDiedError, match=r"could not be sent to it.*Cannot allocate memory"):
+        pool.call("processtasks.echo", numpy.ones(LARGE), timeout=60)
+    monkeypatch.undo()
+    assert float(pool.call("processtasks.echo", numpy.ones(LARGE)).sum()) == LARGE
