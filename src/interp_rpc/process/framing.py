@@ -75,8 +75,14 @@ def _bytes_of(part: Any) -> memoryview:
     return memoryview(part).cast("B")
 
 
+#: The layouts of one to four numbers, which nearly every message uses.
+_NUMBERS = [struct.Struct(f"<{n}Q") for n in range(5)]
+
+
 def _pack(values: list[int]) -> bytes:
-    return struct.pack(f"<{len(values)}Q", *values)
+    count = len(values)
+    layout = _NUMBERS[count] if count < len(_NUMBERS) else struct.Struct(f"<{count}Q")
+    return layout.pack(*values)
 
 
 def send(fd: int, files: socket.socket, memory: SharedMemory, tag: int,
@@ -110,8 +116,9 @@ def send(fd: int, files: socket.socket, memory: SharedMemory, tag: int,
         for descriptor in new:  # passed: the mappings keep the segments
             os.close(descriptor)
     released, retired = memory.notes()
-    head = (_HEADER.pack(tag, len(views), len(released), len(retired))
-            + _pack(lengths) + _pack(segment_ids) + _pack(released) + _pack(retired))
+    head = _HEADER.pack(tag, len(views), len(released), len(retired)) + _pack(lengths)
+    if segment_ids or released or retired:  # most messages have none
+        head += _pack(segment_ids) + _pack(released) + _pack(retired)
     pending.insert(0, memoryview(head))
     while pending:
         written = os.writev(fd, pending[:_MAX_IOV])
@@ -146,7 +153,9 @@ class Receiver:
     def _numbers(self, count: int) -> tuple[int, ...]:
         if not count:
             return ()
-        return struct.unpack(f"<{count}Q", self._exactly(_LENGTH.size * count))
+        data = self._exactly(_LENGTH.size * count)
+        return (_NUMBERS[count] if count < len(_NUMBERS) else struct.Struct(f"<{count}Q")
+                ).unpack(data)
 
     def _part(self, size: int) -> bytearray:
         """A part, writable: an array the other side sent is its
@@ -175,7 +184,10 @@ class Receiver:
         the pipe."""
         tag, count, released, retired = _HEADER.unpack(self._exactly(_HEADER.size))
         lengths = self._numbers(count)
-        segment_ids = list(self._numbers(sum(1 for n in lengths if n & _SHARED_FLAG)))
+        # A flagged length is above every other: max() finds, in C, whether any is.
+        in_segments = (sum(1 for n in lengths if n & _SHARED_FLAG)
+                       if max(lengths, default=0) & _SHARED_FLAG else 0)
+        segment_ids = list(self._numbers(in_segments))
         if released or retired:
             notes = self._numbers(released + retired)
             self._memory.take_notes(list(notes[:released]), list(notes[released:]))

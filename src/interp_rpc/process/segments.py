@@ -158,6 +158,8 @@ class SharedMemory:
         released = []
         while self._released:
             released.append(self._released.popleft())
+        if not self._retired:  # most messages: no lock to take
+            return released, []
         with self._lock:
             retired, self._retired = self._retired, []
         return released, retired
