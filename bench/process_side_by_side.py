@@ -22,6 +22,12 @@ array: numpy does not load in a subinterpreter).
     ./dev run -- python3 bench/process_side_by_side.py [--rounds 5] [--out FILE.md]
 
 multiprocessing uses forkserver, Python 3.14's default on Linux.
+
+``--chunking`` measures instead the default chunking of maps on both of
+interp-rpc's pools, with the chunk sizer's rules as they are and as they
+were before chunks too short to measure stopped counting (the same rounds,
+interleaved): tiny-item maps, the time to a map's first result when each
+item takes 2 ms, and a map of uneven items (one in eight takes 20 ms).
 """
 
 from __future__ import annotations
@@ -206,22 +212,98 @@ def kinds_report(rounds: list[dict[str, dict[str, float]]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+@contextlib.contextmanager
+def sizer_rules(previous: bool) -> Iterator[None]:
+    """The chunk sizer's rules as they are, or (``previous``) as they were:
+    every chunk measured, one chunk enough."""
+    from interp_rpc._pool import chunk_sizer
+
+    kept = chunk_sizer.MEASURABLE_NS, chunk_sizer.MIN_MEASURED
+    if previous:
+        chunk_sizer.MEASURABLE_NS, chunk_sizer.MIN_MEASURED = 1, 1
+    try:
+        yield
+    finally:
+        chunk_sizer.MEASURABLE_NS, chunk_sizer.MIN_MEASURED = kept
+
+
+UNEVEN = [0.02 if i % 8 == 0 else 0.001 for i in range(64)]
+CHUNKING_MEASURES = (("tiny", f"map of {MAP_ITEMS:,} tiny items", 1e3, "ms"),
+                     ("tiny20k", "map of 20,000 tiny items", 1e3, "ms"),
+                     ("first", "first result of 100 items of 2 ms", 1e3, "ms"),
+                     ("uneven", "map of 64 uneven items (8 of 20 ms, 56 of 1 ms)", 1e3, "ms"))
+
+
+def measure_chunking(pool: Any) -> dict[str, float]:
+    items = list(range(MAP_ITEMS))
+    tiny = _median_time(lambda: list(pool.map(workloads.identity, items)), ARRAY_REPEATS)
+    tiny20k = _median_time(lambda: list(pool.map(workloads.identity, items[:20_000])),
+                           ARRAY_REPEATS)
+    started = time.perf_counter()
+    results = pool.map(workloads.warm, [0.002] * 100)
+    next(results)
+    first = time.perf_counter() - started
+    list(results)
+    uneven = _median_time(lambda: list(pool.map(workloads.warm, UNEVEN)), 1)
+    return {"tiny": tiny, "tiny20k": tiny20k, "first": first, "uneven": uneven}
+
+
+def chunking(rounds: int) -> str:
+    from interp_rpc import InterpreterPool, ProcessPool
+
+    measured: dict[str, list[dict[str, float]]] = {}
+    with InterpreterPool(workers=WORKERS) as local, ProcessPool(workers=WORKERS) as processes:
+        for pool in (local, processes):
+            list(pool.map(workloads.warm, [0.0] * 4))  # every worker has the targets
+        for number in range(rounds):
+            for kind, pool in (("InterpreterPool", local), ("ProcessPool", processes)):
+                for previous in (True, False):
+                    with sizer_rules(previous):
+                        label = f"{kind}, {'before' if previous else 'now'}"
+                        measured.setdefault(label, []).append(measure_chunking(pool))
+            print(f"round {number + 1} of {rounds} done", file=sys.stderr)
+    names = list(measured)
+    lines = [f"## Default chunking of maps, before and now, {datetime.date.today()}", "",
+             f"W={WORKERS}; {rounds} interleaved rounds, each cell their median; load average "
+             f"{_load()}", "", "| measure | " + " | ".join(names) + " |",
+             "|---" * (len(names) + 1) + "|"]
+    for key, label, scale, unit in CHUNKING_MEASURES:
+        cells = [f"{statistics.median(r[key] for r in measured[n]) * scale:,.1f} {unit}"
+                 for n in names]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _load() -> str:
+    return " / ".join(f"{v:.2f}" for v in os.getloadavg()) + " (1, 5, 15 min)"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--out", type=Path, help="also write the table to this file")
+    parser.add_argument("--chunking", action="store_true",
+                        help="measure the default chunking of maps, before and now")
     options = parser.parse_args()
+    if options.chunking:
+        table = chunking(options.rounds)
+        print(table)
+        if options.out is not None:
+            options.out.write_text(table)
+        return
     import numpy
 
     array = numpy.random.default_rng(0).random(ARRAY_ITEMS)
     found = contenders()
+    load_at_start = _load()
     rounds = []
     kinds = []
     for number in range(options.rounds):
         rounds.append({name: measure(make, array) for name, make in found.items()})
         kinds.append({kind: measure_kind(kind) for kind in ("InterpreterPool", "ProcessPool")})
         print(f"round {number + 1} of {options.rounds} done", file=sys.stderr)
-    table = report(rounds) + kinds_report(kinds)
+    loads = f"\nLoad average at the start: {load_at_start}; at the end: {_load()}.\n"
+    table = report(rounds) + kinds_report(kinds) + loads
     print(table)
     if options.out is not None:
         options.out.write_text(table)

@@ -12,6 +12,16 @@ its items are. Two rules keep one such chunk from collapsing the sizes (it
 once cut a 20,000-item map into 4,943 chunks): the cost used is the median
 of the last few chunks, and a size shrinks by at most half per chunk.
 Items that really are slow still bring the size down within a few chunks.
+
+A chunk's time also holds what every call costs whatever its items
+(unpickling, replying: tens of microseconds in a worker process), which
+makes the items of a small chunk look dearer than they are. A chunk that
+ran for less than ``MEASURABLE_NS`` is therefore not used to measure: it
+says only that its items are cheap, and the sizes go on growing. Without
+this rule the first chunk of four tiny items set the cost at a hundred
+times its true value, and a map of 10^5 tiny items went out in hundreds of
+small chunks. Since short chunks no longer dilute one slow chunk, the cost
+is known only once ``MIN_MEASURED`` chunks have measured it.
 """
 
 from __future__ import annotations
@@ -24,6 +34,10 @@ FIRST_CHUNK = 4
 TARGET_NS = 5_000_000
 #: How many recent chunks the item cost is the median of.
 COST_WINDOW = 5
+#: Chunks that ran shorter than this do not measure the item cost.
+MEASURABLE_NS = 1_000_000
+#: How many chunks must have measured the item cost before it is used.
+MIN_MEASURED = 2
 
 
 class ChunkSizer:
@@ -38,13 +52,13 @@ class ChunkSizer:
 
     def observe(self, run_ns: int, items: int) -> None:
         """A chunk of ``items`` items ran for ``run_ns`` in its worker."""
-        if run_ns > 0 and items > 0:
+        if run_ns >= MEASURABLE_NS and items > 0:
             self._costs.append(run_ns / items)
 
     @property
     def item_ns(self) -> float | None:
         """The estimated worker time of one item, once a chunk has finished."""
-        if not self._costs:
+        if len(self._costs) < MIN_MEASURED:
             return None
         # Not statistics.median: importing statistics imports decimal and
         # fractions, which every `import interp_rpc` would then pay for.

@@ -9,8 +9,8 @@ resolution, chunk loop and replies. Usage::
 
 four inherited descriptors: requests are read from the pipe REQUESTS and
 replies written to the pipe REPLIES (see framing.py), a result's large
-buffers beside its pickle; the socket FILES passes the memory files of
-large parts both ways; LIFELINE is a pipe whose other end
+buffers beside its pickle; the socket FILES passes the descriptors of
+new shared memory segments both ways (segments.py); LIFELINE is a pipe whose other end
 only the pool holds. When the pool's process ends, however it ends (even
 SIGKILL), the pipe reports end-of-file and this process exits at once, so
 no worker outlives its pool.
@@ -64,6 +64,7 @@ def _watch_lifeline(fd: int) -> None:
 
 def serve(requests: int, replies: int, lifeline: int, files_fd: int) -> None:
     here = os.path.dirname(os.path.abspath(__file__))
+    segments = _load(os.path.join(here, "segments.py"), "_interp_rpc_process_segments")
     framing = _load(os.path.join(here, "framing.py"), "_interp_rpc_process_framing")
     # Calls see a fresh __main__, as in a subinterpreter, not this program's.
     main = ModuleType("__main__")
@@ -79,10 +80,11 @@ def serve(requests: int, replies: int, lifeline: int, files_fd: int) -> None:
     sending = threading.Lock()
 
     files = socket.socket(fileno=files_fd)
+    memory = segments.SharedMemory()
 
     def send(tag: int, parts: list[object]) -> None:
         with sending:
-            framing.send(replies, files, tag, parts)
+            framing.send(replies, files, memory, tag, parts)
 
     def send_output(queue_id: int, item: int | None, stream: str, text: str) -> None:
         meta = OUTPUT_META.pack(queue_id, -1 if item is None else item,
@@ -94,7 +96,7 @@ def serve(requests: int, replies: int, lifeline: int, files_fd: int) -> None:
     vars(worker)["result_out_of_band"] = out_of_band
     returned = worker.wire.RETURNED
     clock = time.monotonic_ns
-    receive = framing.Receiver(requests, files).receive
+    receive = framing.Receiver(requests, files, memory).receive
     try:
         tag, parts = receive()
         started = clock()

@@ -131,9 +131,12 @@ class ProcessEngine:
                                   name=f"interp-rpc process worker {slot.index} reader",
                                   daemon=True)
         slot.thread = thread
-        with self._lock:  # before the reader it replaces is discarded: close() joins it
+        # Added before the reader it replaces is discarded, since close()
+        # joins every reader; and started under the lock, so that close()
+        # never finds one that cannot be joined yet.
+        with self._lock:
             self.reader_threads.add(thread)
-        thread.start()
+            thread.start()
 
     def wait_ready(self, timeout: float | None) -> list[dict[str, Any]]:
         """Each worker's setup report, once every worker has one (or at the
@@ -230,7 +233,7 @@ class ProcessEngine:
         """Read this worker's replies until its process ends; then account
         for its end, and start its replacement if the pool goes on."""
         _reader.on = True
-        receive = framing.Receiver(process.reply_fd, process.files).receive
+        receive = framing.Receiver(process.reply_fd, process.files, process.memory).receive
         try:
             if self._read_setup(slot, process, receive):
                 self._read_replies(slot, process, receive)
@@ -302,7 +305,7 @@ class ProcessEngine:
                 slot.busy_ns_total += finished - started
                 slot.call, slot.state = None, "idle"
                 owned = self._finish_locked(handle, _core.STATUS_REPLIED, kind,
-                                            _with_buffers(parts), slot.index)
+                                            _with_buffers(parts), slot.index, signal=False)
                 following = self._assign_locked(slot)
                 if following is None and self._closing:
                     slot.state = "stopping"
@@ -313,6 +316,8 @@ class ProcessEngine:
                 process.finish_requests()
             if owned:
                 handle.settle_owner()
+            # Last: a caller woken earlier would wait for this thread's GIL.
+            handle.signal()
 
     def _ended(self, slot: _Slot, process: WorkerProcess, how: str) -> None:
         """The worker's process has ended: fail the call it held, and
@@ -362,9 +367,10 @@ class ProcessEngine:
         return dropped
 
     def _finish_locked(self, handle: ProcessCallHandle, status: int, kind: int, reply: bytes,
-                       worker: int) -> bool:
-        """Record the call's end in the log and the totals; settle it."""
-        owned = handle.finish(status, kind, reply, worker)
+                       worker: int, *, signal: bool = True) -> bool:
+        """Record the call's end in the log and the totals; settle it
+        (its waiters are woken by ``handle.signal()`` when not ``signal``)."""
+        owned = handle.finish(status, kind, reply, worker, signal=signal)
         self._seq += 1
         t = self._totals
         t["calls"] += 1

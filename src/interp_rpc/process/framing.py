@@ -9,39 +9,42 @@ copied into one string first. Only the reading side of each pipe reads it,
 through one Receiver.
 
 A part of ``SHARED_THRESHOLD`` bytes or more (a large array, out of band)
-does not go through the pipe: the sender writes it into a fresh memory file
-(``memfd_create``), passes the file's descriptor over the worker's file
-socket (``SCM_RIGHTS``), just before the message that uses it, and closes
-its own. The receiver maps the file, and the mapping is all that is left
-of it: the part arrives writable and aliases nothing the sender can still
-change, at the cost of one copy instead of the four a pipe takes (into the
-pipe, out of it, and pickle's two). The file has no name, so nothing is
-left behind however either process ends: the kernel frees it with its last
-descriptor or mapping. Small messages, most of them, never touch the
-socket: a pipe wakes its reader sooner.
+does not go through the pipe: the sender copies it into one of its shared
+memory segments (segments.py), and the message names the segment. A
+segment that crosses for the first time has its descriptor passed over the
+worker's file socket (``SCM_RIGHTS``), just before the message that uses
+it. The receiver's part is a writable view of the segment that it owns:
+the sender uses the segment again only once the receiver has let go of it.
+A message also carries what its sender has to tell the peer about
+segments: those it let go of, and those it closed. Small messages, most of
+them, never touch the socket: a pipe wakes its reader sooner.
 """
 
 from __future__ import annotations
 
 import io
-import mmap
 import os
 import pickle
 import socket
 import struct
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-_HEADER = struct.Struct("<qI")  # tag (a call id, or a control code), number of parts
+if TYPE_CHECKING:
+    from interp_rpc.process.segments import SharedMemory
+
+#: tag (a call id, or a control code), number of parts, of released and of
+#: retired segments (see segments.py)
+_HEADER = struct.Struct("<qIII")
 _LENGTH = struct.Struct("<Q")
-#: Set in a part's length when the part crossed as a memory file.
+#: Set in a part's length when the part crossed in a shared segment.
 _SHARED_FLAG = 1 << 63
 
-#: Parts at least this large cross as memory files. Below it, the pipe is
-#: cheaper than creating, filling and mapping a file.
+#: Parts at least this large cross in shared segments. Below it, the pipe
+#: is cheaper than a segment's bookkeeping.
 SHARED_THRESHOLD = 1024 * 1024
 #: The most descriptors one message passes (Linux's SCM_MAX_FD); a
-#: message's further large parts go through the pipe.
-_MAX_SHARED_PARTS = 253
+#: message's further large parts that need a new segment go through the pipe.
+_MAX_NEW_SEGMENTS = 253
 
 #: The most buffers one writev() takes (Linux's IOV_MAX).
 _MAX_IOV = 1024
@@ -50,8 +53,8 @@ _BUFFER_SIZE = 64 * 1024
 
 
 def file_sockets() -> tuple[socket.socket, socket.socket]:
-    """The two ends of a worker's file socket: each side passes the memory
-    files of the messages it sends on its own end. Datagrams keep each
+    """The two ends of a worker's file socket: each side passes the
+    descriptors of its new segments on its own end. Datagrams keep each
     message's descriptors apart."""
     return socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 
@@ -72,41 +75,50 @@ def _bytes_of(part: Any) -> memoryview:
     return memoryview(part).cast("B")
 
 
-def _memory_file(view: memoryview) -> int:
-    """A fresh anonymous memory file holding ``view``'s bytes."""
-    fd = os.memfd_create("interp-rpc-part", os.MFD_CLOEXEC)
-    try:
-        written = 0
-        while written < view.nbytes:  # one write() moves at most about 2 GiB
-            written += os.write(fd, view[written:])
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
+#: The layouts of one to four numbers, which nearly every message uses.
+_NUMBERS = [struct.Struct(f"<{n}Q") for n in range(5)]
 
 
-def send(fd: int, files: socket.socket, tag: int, parts: list[Any]) -> None:
+def _pack(values: list[int]) -> bytes:
+    count = len(values)
+    layout = _NUMBERS[count] if count < len(_NUMBERS) else struct.Struct(f"<{count}Q")
+    return layout.pack(*values)
+
+
+def send(fd: int, files: socket.socket, memory: SharedMemory, tag: int,
+         parts: list[Any]) -> None:
     """Write one message: ``tag`` and ``parts`` (bytes-like objects), its
-    large parts' memory files passed on ``files`` first."""
+    large parts placed in ``memory``'s segments, the descriptors of new
+    ones passed on ``files`` first."""
     views = [_bytes_of(p) for p in parts]
-    shared: list[int] = []
+    new: list[int] = []
     try:
         lengths = []
+        segment_ids = []
         pending: list[memoryview] = []
         for view in views:
-            if view.nbytes >= SHARED_THRESHOLD and len(shared) < _MAX_SHARED_PARTS:
-                shared.append(_memory_file(view))
+            placed = None
+            if view.nbytes >= SHARED_THRESHOLD:
+                placed = memory.place(view, may_create=len(new) < _MAX_NEW_SEGMENTS)
+            if placed is not None:
+                segment_id, descriptor = placed
+                segment_ids.append(segment_id)
+                if descriptor is not None:
+                    new.append(descriptor)
                 lengths.append(view.nbytes | _SHARED_FLAG)
             else:
                 lengths.append(view.nbytes)
                 if view.nbytes:
                     pending.append(view)
-        if shared:
-            socket.send_fds(files, [b"F"], shared)
+        if new:
+            socket.send_fds(files, [b"F"], new)
     finally:
-        for file in shared:
-            os.close(file)
-    head = _HEADER.pack(tag, len(views)) + b"".join(_LENGTH.pack(n) for n in lengths)
+        for descriptor in new:  # passed: the mappings keep the segments
+            os.close(descriptor)
+    released, retired = memory.notes()
+    head = _HEADER.pack(tag, len(views), len(released), len(retired)) + _pack(lengths)
+    if segment_ids or released or retired:  # most messages have none
+        head += _pack(segment_ids) + _pack(released) + _pack(retired)
     pending.insert(0, memoryview(head))
     while pending:
         written = os.writev(fd, pending[:_MAX_IOV])
@@ -124,17 +136,26 @@ class Receiver:
     """Reads messages from a pipe through a buffer, so that a small message
     (most replies, most requests) costs one read() system call, not one per
     field; larger parts are read straight into their own bytes, and shared
-    ones mapped from the memory files that ``files`` brings."""
+    ones lent from ``memory``'s mappings of the peer's segments, whose new
+    descriptors ``files`` brings."""
 
-    def __init__(self, fd: int, files: socket.socket) -> None:
+    def __init__(self, fd: int, files: socket.socket, memory: SharedMemory) -> None:
         self._file = io.BufferedReader(io.FileIO(fd, "rb", closefd=False), _BUFFER_SIZE)
         self._files = files
+        self._memory = memory
 
     def _exactly(self, size: int) -> bytes:
         data = self._file.read(size)
         if len(data) < size:
             raise ChannelClosed()
         return data
+
+    def _numbers(self, count: int) -> tuple[int, ...]:
+        if not count:
+            return ()
+        data = self._exactly(_LENGTH.size * count)
+        return (_NUMBERS[count] if count < len(_NUMBERS) else struct.Struct(f"<{count}Q")
+                ).unpack(data)
 
     def _part(self, size: int) -> bytearray:
         """A part, writable: an array the other side sent is its
@@ -149,41 +170,36 @@ class Receiver:
             have += count
         return part
 
-    def _memory_files(self, count: int) -> list[int]:
+    def _descriptors(self, count: int) -> list[int]:
         _, fds, flags, _ = socket.recv_fds(self._files, 1, count)
         if len(fds) != count or flags & socket.MSG_CTRUNC:
             for fd in fds:
                 os.close(fd)
-            raise ChannelClosed(f"a message's {count} memory files did not all arrive")
+            raise ChannelClosed(f"a message's {count} new segments did not all arrive")
         return fds
 
     def receive(self) -> tuple[int, list[Any]]:
         """Read one message: its tag and its parts (a bytearray, or a
         writable memoryview for a shared part). Raises ChannelClosed at the end of
         the pipe."""
-        tag, count = _HEADER.unpack(self._exactly(_HEADER.size))
-        if count == 0:
-            return tag, []
-        lengths = struct.unpack(f"<{count}Q", self._exactly(_LENGTH.size * count))
-        shared = sum(1 for n in lengths if n & _SHARED_FLAG)
-        fds = self._memory_files(shared) if shared else []
+        tag, count, released, retired = _HEADER.unpack(self._exactly(_HEADER.size))
+        lengths = self._numbers(count)
+        # A flagged length is above every other: max() finds, in C, whether any is.
+        in_segments = (sum(1 for n in lengths if n & _SHARED_FLAG)
+                       if max(lengths, default=0) & _SHARED_FLAG else 0)
+        segment_ids = list(self._numbers(in_segments))
+        if released or retired:
+            notes = self._numbers(released + retired)
+            self._memory.take_notes(list(notes[:released]), list(notes[released:]))
+        if segment_ids:
+            new = self._memory.unknown(segment_ids)
+            if new:
+                self._memory.adopt(new, self._descriptors(len(new)))
         parts: list[Any] = []
-        try:
-            for length in lengths:
-                if length & _SHARED_FLAG:
-                    parts.append(_mapped(fds.pop(0), length & ~_SHARED_FLAG))
-                else:
-                    parts.append(self._part(length))
-        finally:
-            for fd in fds:  # a part failed: the files not mapped yet
-                os.close(fd)
+        shared = iter(segment_ids)
+        for length in lengths:
+            if length & _SHARED_FLAG:
+                parts.append(self._memory.lend(next(shared), length & ~_SHARED_FLAG))
+            else:
+                parts.append(self._part(length))
         return tag, parts
-
-
-def _mapped(fd: int, size: int) -> memoryview:
-    """Memory file ``fd``, mapped writable; the descriptor is closed."""
-    try:
-        return memoryview(mmap.mmap(fd, size, flags=mmap.MAP_SHARED,
-                                    prot=mmap.PROT_READ | mmap.PROT_WRITE, trackfd=False))
-    finally:
-        os.close(fd)

@@ -19,10 +19,10 @@ class ProcessCallHandle:
     """A call: its request, then its outcome once a worker replied (or
     died, or the call was cancelled)."""
 
-    __slots__ = ("_claimed", "_done", "_lock", "buffers", "data", "deserialize_ns", "enqueued_ns",
-                 "finished_ns", "id", "item_count", "item_index", "owner", "pinned", "reply",
-                 "reply_kind", "result_serialize_ns", "serialize_ns", "started_ns", "status",
-                 "submitted_ns", "target", "worker")
+    __slots__ = ("_claimed", "_finished", "_latch", "_lock", "_signalled", "buffers", "data",
+                 "deserialize_ns", "enqueued_ns", "finished_ns", "id", "item_count", "item_index",
+                 "owner", "pinned", "reply", "reply_kind", "result_serialize_ns", "serialize_ns",
+                 "started_ns", "status", "submitted_ns", "target", "worker")
 
     def __init__(self, call_id: int, target: str, data: bytes, buffers: list[Any], *,
                  item_index: int, item_count: int, owner: object, submitted_ns: int,
@@ -46,18 +46,29 @@ class ProcessCallHandle:
         self.reply_kind = 0
         self.reply = b""
         self.worker = -1
-        self._done = threading.Event()
+        # A lock held until the call ends, not a threading.Event: waking
+        # the caller is most of what a tiny call costs, and a bare lock
+        # wakes it with less work on both sides.
+        self._latch = threading.Lock()
+        self._latch.acquire()
+        self._finished = False
+        self._signalled = False
         self._lock = threading.Lock()
         self._claimed = False
 
     # ------------------------------------------------ the engine's handle face
 
     def wait(self, timeout: float | None = None) -> bool:
-        return self._done.wait(timeout)
+        if self._finished and self._signalled:
+            return True
+        if self._latch.acquire(timeout=-1 if timeout is None else max(0.0, timeout)):
+            self._latch.release()  # for the next waiter: it stays open from now on
+            return True
+        return self._finished  # finished, its waiters not woken yet
 
     @property
     def done(self) -> bool:
-        return self._done.is_set()
+        return self._finished
 
     def claim(self) -> bool:
         """True once, for the one party that settles this call."""
@@ -88,15 +99,28 @@ class ProcessCallHandle:
 
     # ------------------------------------------------------- the pool's side
 
-    def finish(self, status: int, kind: int, reply: bytes, worker: int) -> bool:
+    def finish(self, status: int, kind: int, reply: bytes, worker: int, *,
+               signal: bool = True) -> bool:
         """Record the outcome, once; the request is let go. Returns whether
-        an owner future is left for the caller of finish() to settle."""
+        an owner future is left for the caller of finish() to settle.
+        ``signal=False``: the waiters are woken later, by signal(), when the
+        thread that finished the call has nothing else to do first."""
         self.status, self.reply_kind, self.reply, self.worker = status, kind, reply, worker
         if not self.finished_ns:
             self.finished_ns = time.monotonic_ns()
         self.data, self.buffers = None, []
-        self._done.set()
+        self._finished = True
+        if signal:
+            self.signal()
         return self.owner is not None
+
+    def signal(self) -> None:
+        """Wake the waiters of a finished call (once)."""
+        with self._lock:
+            if self._signalled:
+                return
+            self._signalled = True
+        self._latch.release()
 
     def settle_owner(self) -> None:
         """Settle the owner future, if nobody else claimed the call."""

@@ -3,8 +3,9 @@
 The process runs child.py. Three pipes join it to the pool: requests (the
 pool writes), replies (the pool's reader thread for this worker reads), and
 a lifeline that the worker watches so that it exits when the pool's process
-is gone. Beside them, a socket passes the memory files of large parts, both
-ways (see framing.py).
+is gone. Beside them, a socket passes the descriptors of new shared memory
+segments, both ways, and the pool's side of those segments is ``memory``
+(see framing.py and segments.py).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from interp_rpc.process import framing
 from interp_rpc.process.interpreter import python_executable
+from interp_rpc.process.segments import SharedMemory
 
 if TYPE_CHECKING:
     from interp_rpc.process.handle import ProcessCallHandle
@@ -65,6 +67,7 @@ class WorkerProcess:
                 os.close(fd)
             files_end.close()
         self.pid = self.process.pid
+        self.memory = SharedMemory()
         self._send_lock = threading.Lock()
         self._request_open = True
         self.started_at = time.monotonic()
@@ -78,8 +81,17 @@ class WorkerProcess:
             if not self._request_open:
                 return False
             try:
-                framing.send(self._request_fd, self.files, tag, parts)
-            except (BrokenPipeError, OSError):
+                framing.send(self._request_fd, self.files, self.memory, tag, parts)
+            except BrokenPipeError:
+                return False
+            except BaseException as exc:
+                # The message could not be made or was cut short (no memory
+                # for a segment, Ctrl-C during a large copy): the channel may
+                # be out of step, so the worker is replaced, and the call it
+                # was sent fails saying why, rather than wait for a reply.
+                self.kill(f"its call could not be sent to it ({type(exc).__name__}: {exc})")
+                if not isinstance(exc, Exception):
+                    raise
                 return False
         return True
 
@@ -123,4 +135,5 @@ class WorkerProcess:
         for fd in (self.reply_fd, self._lifeline_fd):
             os.close(fd)
         self.files.close()
+        self.memory.close()
         return f"worker {self.index} (pid {self.pid}) {exit_description(returncode)}"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from interp_rpc._pool.chunk_sizer import FIRST_CHUNK, TARGET_NS, ChunkSizer
+from interp_rpc._pool.chunk_sizer import FIRST_CHUNK, MEASURABLE_NS, TARGET_NS, ChunkSizer
 
 TINY_ITEM_NS = 100
 
@@ -64,8 +64,18 @@ def test_no_measurement_no_cost() -> None:
 
 def test_the_cost_is_the_median_of_the_last_chunks() -> None:
     sizer = ChunkSizer(balanced=100)
-    for cost in (300, 100, 200, 10_000):
-        sizer.observe(cost, 1)
-    assert sizer.item_ns == 250  # an even count: the mean of the middle two
-    sizer.observe(50, 1)
-    assert sizer.item_ns == 200
+    for cost in (3, 1, 2, 100):
+        sizer.observe(cost * MEASURABLE_NS, 1)
+    assert sizer.item_ns == 2.5 * MEASURABLE_NS  # an even count: the mean of the middle two
+    sizer.observe(int(1.5 * MEASURABLE_NS), 1)
+    assert sizer.item_ns == 2 * MEASURABLE_NS
+
+
+def test_a_chunk_too_short_to_measure_lets_the_sizes_grow() -> None:
+    # A worker process spends tens of microseconds on any call: four tiny
+    # items that took 50 us are not items of 12.5 us each.
+    sizer = ChunkSizer(balanced=10_000)
+    assert sizer.next_size() == FIRST_CHUNK
+    sizer.observe(50_000, FIRST_CHUNK)
+    assert sizer.item_ns is None
+    assert [sizer.next_size() for _ in range(9)] == [8, 16, 32, 64, 128, 256, 512, 1024, 2048]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -31,6 +32,19 @@ def run_python(args: list[str], cwd: Path,
     env_path = ":".join([str(Path(__file__).parent), *SRC_PATHS])
     return subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True,
                           timeout=timeout, env={"PYTHONPATH": env_path, "PATH": "/usr/bin:/bin"})
+
+
+#: Named semaphores of multiprocessing, which ProcessPool never uses: other
+#: programs on the machine make and remove them at any time.
+_OTHERS_SHARED_MEMORY = "sem.mp-"
+
+
+def shared_memory_names() -> set[str]:
+    """The named shared memory segments on the machine (/dev/shm), less
+    multiprocessing's semaphores."""
+    if not os.path.isdir("/dev/shm"):
+        return set()
+    return {n for n in os.listdir("/dev/shm") if not n.startswith(_OTHERS_SHARED_MEMORY)}
 
 
 def dedent(source: str) -> str:

@@ -104,6 +104,13 @@ def fill_kept(value: float) -> None:
     _kept[0][...] = value  # type: ignore[index]
 
 
+def full(size: int, value: float) -> object:
+    """A new float64 array of ``size`` items, each ``value``."""
+    import numpy
+
+    return numpy.full(size, value)
+
+
 def add_in_place(array: object, value: float) -> float:
     """Change the argument in place (it must be writeable); its new sum."""
     array += value  # type: ignore[operator]
@@ -136,6 +143,30 @@ def memory_files_of(pid: int) -> list[str]:
                 found.append(f"fd {fd}: {target}")
     except (FileNotFoundError, ProcessLookupError):
         return []
+    return found
+
+
+def memory_file_ids() -> set[int]:
+    """This process's memory files (shared segments), by inode."""
+    return memory_file_ids_of(os.getpid())
+
+
+def memory_file_ids_of(pid: int) -> set[int]:
+    """The inodes of the memory files that process ``pid`` maps or holds a
+    descriptor of (empty once it has ended): the same segment mapped twice,
+    or held and mapped, counts once."""
+    found: set[int] = set()
+    try:
+        with open(f"/proc/{pid}/maps") as maps:
+            found |= {int(line.split()[4]) for line in maps if "interp-rpc-part" in line}
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                if "interp-rpc-part" in os.readlink(f"/proc/{pid}/fd/{fd}"):
+                    found.add(os.stat(f"/proc/{pid}/fd/{fd}").st_ino)
+            except FileNotFoundError:
+                continue
+    except (FileNotFoundError, ProcessLookupError):
+        return set()
     return found
 
 

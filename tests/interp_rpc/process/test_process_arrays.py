@@ -18,12 +18,13 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from process_support import SRC_PATHS, alive, dedent, wait_ended
-from processtasks import memory_files, memory_files_of
+from process_support import SRC_PATHS, alive, dedent, shared_memory_names, wait_ended
+from processtasks import memory_file_ids, memory_file_ids_of, memory_files_of
 from support import wait_until
 
 from interp_rpc import ProcessPool, WorkerDiedError
-from interp_rpc.process import framing
+from interp_rpc.process import framing, segments
+from interp_rpc.process.segments import SharedMemory
 
 numpy = pytest.importorskip("numpy")
 numpy_strategies = pytest.importorskip("hypothesis.extra.numpy")
@@ -126,17 +127,62 @@ def test_a_large_result_is_the_callers_own_and_writable(make_process_pool: Any) 
     assert float(pool.call("processtasks.kept").sum()) == 5.0 * LARGE
 
 
-def test_large_parts_cross_as_memory_files_and_none_outlives_its_value(
-        pool: ProcessPool) -> None:
+def test_large_parts_cross_as_memory_files_that_the_pool_reuses(
+        make_process_pool: Any) -> None:
+    before = memory_file_ids()
+    pool = make_process_pool(workers=1)
     held = pool.call("processtasks.memory_files_while_holding", numpy.ones(LARGE))
     assert held and all("interp-rpc-part" in line for line in held)
-    result = pool.call("numpy.ones", LARGE)
-    assert memory_files()  # the result is a mapping of its memory file
-    del result
+    (worker,) = pool.worker_pids()
+    segments = memory_file_ids_of(worker)
+    ours = memory_file_ids() - before
+    for value in (2.0, 3.0):  # the same segments again, both ways
+        assert pool.call("processtasks.add_in_place", numpy.ones(LARGE), value) \
+            == (1.0 + value) * LARGE
+        result = pool.call("processtasks.full", LARGE, value)
+        assert float(result.sum()) == value * LARGE
+        del result
+        gc.collect()
+    assert memory_file_ids_of(worker) == segments | (memory_file_ids() - before)
+    assert memory_file_ids() - before >= ours
+    pool.close()
     gc.collect()
-    assert memory_files() == []
-    for pid in pool.worker_pids():
-        assert memory_files_of(pid) == []
+    assert memory_file_ids() - before == set()  # nothing outlives the pool
+    assert memory_file_ids_of(worker) == set()
+
+
+def test_an_argument_still_held_keeps_its_segment(make_process_pool: Any) -> None:
+    """The worker keeps a large argument: the next one of the same size
+    must not be written over it."""
+    pool = make_process_pool(workers=1)
+    pool.call("processtasks.keep", numpy.full(LARGE, 2.0))
+    assert pool.call("processtasks.add_in_place", numpy.full(LARGE, 5.0), 1.0) == 6.0 * LARGE
+    assert float(pool.call("processtasks.kept").sum()) == 2.0 * LARGE
+    pool.call("processtasks.keep", None)  # its segment is free again: used, not grown
+    (worker,) = pool.worker_pids()
+    segments = memory_file_ids_of(worker)
+    for value in (7.0, 8.0):
+        assert pool.call("processtasks.add_in_place", numpy.full(LARGE, value), 0.0) \
+            == value * LARGE
+    assert memory_file_ids_of(worker) == segments
+
+
+def test_a_result_still_held_keeps_its_segment(make_process_pool: Any) -> None:
+    """The caller keeps a large result: the worker must not write the next
+    one over it; once the caller lets go, the segment serves again."""
+    pool = make_process_pool(workers=1)
+    first = pool.call("processtasks.full", LARGE, 1.0)
+    second = pool.call("processtasks.full", LARGE, 2.0)
+    assert float(first.sum()) == 1.0 * LARGE and float(second.sum()) == 2.0 * LARGE
+    first[0] = 100.0  # the caller's own: the worker's next result does not see it
+    (worker,) = pool.worker_pids()
+    segments = memory_file_ids_of(worker)
+    del first
+    gc.collect()
+    pool.call("processtasks.pid")  # carries the release to the worker
+    third = pool.call("processtasks.full", LARGE, 3.0)
+    assert float(third.sum()) == 3.0 * LARGE and float(second.sum()) == 2.0 * LARGE
+    assert memory_file_ids_of(worker) == segments  # the first one's segment, again
 
 
 @pytest.mark.parametrize("size", [0, 1, 64 * 1024, framing.SHARED_THRESHOLD - 1,
@@ -153,15 +199,13 @@ def test_bytes_stay_bytes_at_every_size(pool: ProcessPool, size: int,
 
 def test_a_worker_dying_with_a_large_argument_leaves_no_memory_file(
         make_process_pool: Any) -> None:
+    before = memory_file_ids()
     pool = make_process_pool(workers=1)
     with pytest.raises(WorkerDiedError, match="exited with code 4"):
         pool.call("processtasks.exit_holding", numpy.ones(LARGE), 4)
-    assert memory_files() == []
+    gc.collect()
+    assert memory_file_ids() - before == set()
     assert pool.call("processtasks.memory_files") == []
-
-
-def shared_memory_names() -> set[str]:
-    return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
 
 
 def test_a_sigkilled_parent_leaves_no_memory_file(tmp_path: Path) -> None:
@@ -203,14 +247,16 @@ def test_a_sigkilled_parent_leaves_no_memory_file(tmp_path: Path) -> None:
 
 def test_a_message_with_more_large_parts_than_one_send_passes_files(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """Past Linux's 253 descriptors per message, parts go through the pipe."""
+    """Past Linux's 253 descriptors per message, the parts that need a new
+    segment go through the pipe."""
     monkeypatch.setattr(framing, "SHARED_THRESHOLD", 16)
     parts = [bytes([n % 256]) * (16 + n) for n in range(300)]
     read_end, write_end = os.pipe()
     sending, receiving = framing.file_sockets()
     try:
-        receiver = framing.Receiver(read_end, receiving)
-        writer = threading.Thread(target=framing.send, args=(write_end, sending, 9, parts))
+        receiver = framing.Receiver(read_end, receiving, SharedMemory())
+        writer = threading.Thread(target=framing.send,
+                                  args=(write_end, sending, SharedMemory(), 9, parts))
         writer.start()
         tag, got = receiver.receive()
         writer.join()
@@ -241,3 +287,111 @@ def test_a_large_bytes_result_goes_beside_its_pickle(kind: type[bytes] | type[by
         values = loaded[0] if chunk else [loaded]
         assert [type(v) for v in values] == [kind] * len(values)
         assert values[-1] == large and (not chunk or values[0] == small)
+
+
+class _Ends:
+    """Two sides joined as a pool and a worker are: a pipe each way and a
+    file socket, each side with its SharedMemory."""
+
+    def __init__(self) -> None:
+        self.fds = [*os.pipe(), *os.pipe()]  # a->b read, write; b->a read, write
+        self.sockets = framing.file_sockets()
+        self.memory = (SharedMemory(), SharedMemory())
+        self.receivers = (framing.Receiver(self.fds[2], self.sockets[0], self.memory[0]),
+                          framing.Receiver(self.fds[0], self.sockets[1], self.memory[1]))
+
+    def send(self, side: int, parts: list[Any]) -> list[Any]:
+        """``side`` sends ``parts``; what the other side receives."""
+        fd = self.fds[1] if side == 0 else self.fds[3]
+        framing.send(fd, self.sockets[side], self.memory[side], 1, parts)
+        return self.receivers[1 - side].receive()[1]
+
+    def close(self) -> None:
+        for fd in self.fds:
+            os.close(fd)
+        for end in self.sockets:
+            end.close()
+        for memory in self.memory:
+            memory.close()
+
+
+def test_free_segments_past_the_cache_are_closed_on_both_sides(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(framing, "SHARED_THRESHOLD", 16)
+    monkeypatch.setattr(segments, "CACHED_BYTES", 0)
+    ends = _Ends()
+    try:
+        (part,) = ends.send(0, [b"a" * 100])
+        assert bytes(part) == b"a" * 100 and not part.readonly
+        assert ends.memory[1].segments()["peers"] == 1
+        assert ends.memory[0].segments() == {"own": 1, "free": 0, "peers": 0}
+        del part
+        gc.collect()
+        ends.send(1, [b"released"])  # tells side 0; past the cache, it is closed
+        assert ends.memory[0].segments() == {"own": 0, "free": 0, "peers": 0}
+        ends.send(0, [b"retired"])  # tells side 1, which unmaps it
+        assert ends.memory[1].segments()["peers"] == 0
+    finally:
+        ends.close()
+
+
+def test_a_released_segment_serves_the_next_part(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(framing, "SHARED_THRESHOLD", 16)
+    ends = _Ends()
+    try:
+        (first,) = ends.send(0, [b"a" * 100])
+        (second,) = ends.send(0, [b"b" * 100])  # the first still held: a new segment
+        assert ends.memory[0].segments()["own"] == 2
+        assert bytes(first) == b"a" * 100
+        del first
+        gc.collect()
+        ends.send(1, [b"released"])
+        (third,) = ends.send(0, [b"c" * 90])
+        assert ends.memory[0].segments() == {"own": 2, "free": 0, "peers": 0}
+        assert bytes(third) == b"c" * 90 and bytes(second) == b"b" * 100
+    finally:
+        ends.close()
+
+
+def test_large_arrays_from_threads_at_once_each_come_back_as_sent(
+        make_process_pool: Any) -> None:
+    """Segments are reused while other threads send and receive: each echo
+    returns its own array, and one kept by the caller never changes."""
+    pool = make_process_pool(workers=2)
+    kept = [pool.call("processtasks.full", LARGE, -1.0)]
+    failures: list[str] = []
+
+    def echo_many(seed: int) -> None:
+        for round_number in range(15):
+            value = float(seed * 100 + round_number)
+            returned = pool.call("processtasks.echo", numpy.full(LARGE, value))
+            if not (returned == value).all():
+                failures.append(f"thread {seed} round {round_number}")
+
+    threads = [threading.Thread(target=echo_many, args=(seed,)) for seed in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    assert failures == []
+    assert (kept[0] == -1.0).all()
+    mapped = list(pool.map("processtasks.echo", [numpy.full(LARGE, float(i)) for i in range(8)],
+                           chunksize=1))
+    assert [float(a[0]) for a in mapped] == [float(i) for i in range(8)]
+
+
+def test_a_call_that_cannot_be_sent_fails_and_the_pool_goes_on(
+        make_process_pool: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No memory for a new segment: the call fails with an error that says
+    so (its worker, whose channel may be out of step, is replaced) instead
+    of waiting for a reply that never comes."""
+    pool = make_process_pool(workers=1)
+
+    def no_memory(*args: object) -> object:
+        raise OSError(12, "Cannot allocate memory")
+
+    monkeypatch.setattr(SharedMemory, "_create", no_memory)
+    with pytest.raises(WorkerDiedError, match=r"could not be sent to it.*Cannot allocate memory"):
+        pool.call("processtasks.echo", numpy.ones(LARGE), timeout=60)
+    monkeypatch.undo()
+    assert float(pool.call("processtasks.echo", numpy.ones(LARGE)).sum()) == LARGE

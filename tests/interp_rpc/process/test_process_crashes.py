@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
+import time
 from collections.abc import Callable
 
 import pytest
-from process_support import wait_ended
+from process_support import shared_memory_names, wait_ended
 from support import wait_until
 
 from interp_rpc import PoolInitError, ProcessPool, WorkerDiedError
@@ -60,7 +62,7 @@ def _children() -> set[int]:
 def test_a_hundred_crashes_in_a_row_each_fail_one_call_and_leave_nothing(
         make_process_pool: Callable[..., ProcessPool]) -> None:
     before_children = _children()
-    before_shm = set(os.listdir("/dev/shm"))
+    before_shm = shared_memory_names()
     pool = make_process_pool(workers=2)
     targets = ["processtasks.exit_with", "processtasks.segfault"] * 50
     futures = [pool.submit(t, 1) if t.endswith("exit_with") else pool.submit(t)
@@ -76,7 +78,7 @@ def test_a_hundred_crashes_in_a_row_each_fail_one_call_and_leave_nothing(
     pool.close()
     wait_ended(pids)
     wait_until(lambda: _children() <= before_children, what="every replaced worker reaped")
-    assert set(os.listdir("/dev/shm")) <= before_shm
+    assert shared_memory_names() <= before_shm
 
 
 def test_a_worker_that_dies_in_init_fails_the_pool() -> None:
@@ -93,3 +95,24 @@ def test_a_replacement_runs_init_and_its_pid_replaces_the_dead_one(
     assert dead[0] not in pool.worker_pids()
     assert pool.call("pooltasks.main_attr", "READY") == "set by init"
     assert pool.worker_pids() not in ([], dead)
+
+
+def test_close_while_a_replacement_is_starting(
+        make_process_pool: Callable[..., ProcessPool], monkeypatch: pytest.MonkeyPatch) -> None:
+    """close() comes while the reader of a dead worker's replacement is
+    being started: it waits for that reader rather than failing to join it."""
+    pool = make_process_pool(workers=1)
+    start = threading.Thread.start
+    starting = threading.Event()
+
+    def slow_start(thread: threading.Thread) -> None:
+        if thread.name.startswith("interp-rpc process worker"):
+            starting.set()
+            time.sleep(0.5)  # the scheduler is slow to get to it
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", slow_start)
+    with pytest.raises(WorkerDiedError):
+        pool.call("processtasks.exit_with", 3)
+    assert starting.wait(30)
+    pool.close(timeout=30)

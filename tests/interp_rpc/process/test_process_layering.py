@@ -1,6 +1,6 @@
 """ProcessPool's layers, read from its source: what each part may import.
 
-- What a worker process loads (child.py, framing.py) runs before any
+- What a worker process loads (child.py, framing.py, segments.py) runs before any
   package exists there: the standard library only.
 - The rest is core, like ``_pool/``: neither the notebook layer, IPython
   nor the renderings.
@@ -16,7 +16,7 @@ import pytest
 import interp_rpc
 
 PROCESS = Path(interp_rpc.__file__).parent / "process"
-WORKER_SIDE = ("child.py", "framing.py")
+WORKER_SIDE = ("child.py", "framing.py", "segments.py")
 
 # The pool tests' reader of import statements (outside TYPE_CHECKING).
 sys.path.insert(0, str(Path(__file__).parent.parent / "pool"))
