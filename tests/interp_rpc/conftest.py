@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from support import FIXTURES, Gates
+from support import FIXTURES, Gates, pool_for_fixture
 
 from interp_rpc import InterpreterPool
 
@@ -77,8 +77,4 @@ def make_pool(gates: Gates) -> Iterator[Callable[..., InterpreterPool]]:
 @pytest.fixture(scope="module")
 def module_pool() -> Iterator[InterpreterPool]:
     """One pool shared by a module's tests that leave it as they found it."""
-    pool = InterpreterPool(workers=2, init=INIT)
-    try:
-        yield pool
-    finally:
-        pool.close(timeout=60)
+    yield from pool_for_fixture(2, INIT)

@@ -32,6 +32,19 @@ class Ran:
 type Run = Callable[[str], Ran]
 
 
+def shell_with_extension(pool_options: str | None = None) -> Iterator[InteractiveShell]:
+    """IPython's shell with interp_rpc loaded, and the notebook's pool made
+    by ``%parallel_pool pool_options`` if given; unloaded at the end."""
+    ip = InteractiveShell.instance()
+    ip.run_line_magic("load_ext", "interp_rpc")
+    try:
+        if pool_options is not None:
+            ip.run_line_magic("parallel_pool", pool_options)
+        yield ip
+    finally:
+        ip.run_line_magic("unload_ext", "interp_rpc")
+
+
 def cell_runner(shell: InteractiveShell, capsys: pytest.CaptureFixture[str]) -> Run:
     def run_cell(code: str) -> Ran:
         capsys.readouterr()

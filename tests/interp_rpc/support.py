@@ -6,7 +6,7 @@ import concurrent.interpreters
 import itertools
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from interp_rpc import InterpreterPool
@@ -114,3 +114,12 @@ def on_every_worker(pool: InterpreterPool, scratch: Path, name: str,
     results = dict(f.result(timeout=POLL_LIMIT * 2) for f in futures)
     assert len(results) == pool.workers
     return results
+
+
+def pool_for_fixture(workers: int, init: str) -> Iterator[InterpreterPool]:
+    """A pool a fixture yields, closed (60 s at most) when the fixture ends."""
+    pool = InterpreterPool(workers=workers, init=init)
+    try:
+        yield pool
+    finally:
+        pool.close(timeout=60)

@@ -27,6 +27,7 @@ from shell_support import (
     cell_runner,
     check_errors_collect,
     notebook_frontend,
+    shell_with_extension,
     updates_of,
 )
 from support import wait_until
@@ -55,12 +56,7 @@ POOL_CLASSES = {"local": InterpreterPool, "processes": ProcessPool, "dask": Clus
 
 @pytest.fixture(scope="module")
 def shell() -> Iterator[InteractiveShell]:
-    ip = InteractiveShell.instance()
-    ip.run_line_magic("load_ext", "interp_rpc")
-    try:
-        yield ip
-    finally:
-        ip.run_line_magic("unload_ext", "interp_rpc")
+    yield from shell_with_extension()
 
 
 @pytest.fixture(scope="module", params=sorted(POOL_MAGICS))

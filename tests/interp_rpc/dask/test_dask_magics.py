@@ -24,6 +24,7 @@ from shell_support import (
     cell_runner,
     check_errors_collect,
     notebook_frontend,
+    shell_with_extension,
     updates_of,
 )
 from support import wait_until
@@ -39,13 +40,7 @@ pytestmark = pytest.mark.timeout(300)
 
 @pytest.fixture(scope="module")
 def shell() -> Iterator[InteractiveShell]:
-    ip = InteractiveShell.instance()
-    ip.run_line_magic("load_ext", "interp_rpc")
-    try:
-        ip.run_line_magic("parallel_pool", f"--dask local:2 --init {INIT!r}")
-        yield ip
-    finally:
-        ip.run_line_magic("unload_ext", "interp_rpc")
+    yield from shell_with_extension(f"--dask local:2 --init {INIT!r}")
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
-from shell_support import Run, cell_runner
+from shell_support import Run, cell_runner, shell_with_extension
 
 from interp_rpc.notebook.debug_magic import RemoteDebug
 
@@ -21,13 +21,7 @@ def crunch(x):
 
 @pytest.fixture(scope="module")
 def shell() -> Iterator[InteractiveShell]:
-    ip = InteractiveShell.instance()
-    ip.run_line_magic("load_ext", "interp_rpc")
-    ip.run_line_magic("parallel_pool", "-n 2")
-    try:
-        yield ip
-    finally:
-        ip.run_line_magic("unload_ext", "interp_rpc")
+    yield from shell_with_extension("-n 2")
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
-from shell_support import Run, cell_runner, check_errors_collect
+from shell_support import Run, cell_runner, check_errors_collect, shell_with_extension
 from support import wait_until
 
 from interp_rpc import MISSING, PoolInitError, RemoteError, ShareabilityError
@@ -23,13 +23,7 @@ from interp_rpc.notebook import ParallelCellError, current_pool
 
 @pytest.fixture(scope="module")
 def shell() -> Iterator[InteractiveShell]:
-    ip = InteractiveShell.instance()
-    ip.run_line_magic("load_ext", "interp_rpc")
-    ip.run_line_magic("parallel_pool", "-n 2")
-    try:
-        yield ip
-    finally:
-        ip.run_line_magic("unload_ext", "interp_rpc")
+    yield from shell_with_extension("-n 2")
 
 
 @pytest.fixture

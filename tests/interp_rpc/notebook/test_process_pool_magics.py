@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
-from shell_support import Run, cell_runner
+from shell_support import Run, cell_runner, shell_with_extension
 from support import FIXTURES, wait_until
 
 from interp_rpc import CallTimeoutError, InterpreterPool, PoolInitError, ProcessPool
@@ -25,12 +25,7 @@ REPLACED_LIMIT = 60.0
 
 @pytest.fixture(scope="module")
 def shell() -> Iterator[InteractiveShell]:
-    ip = InteractiveShell.instance()
-    ip.run_line_magic("load_ext", "interp_rpc")
-    try:
-        yield ip
-    finally:
-        ip.run_line_magic("unload_ext", "interp_rpc")
+    yield from shell_with_extension()
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
+from shell_support import shell_with_extension
 
 from interp_rpc.display.profile_mime import MIME_TYPE
 from interp_rpc.profiling.model import Profile
@@ -16,13 +17,7 @@ from interp_rpc.profiling.model import Profile
 
 @pytest.fixture(scope="module")
 def shell() -> Iterator[InteractiveShell]:
-    ip = InteractiveShell.instance()
-    ip.run_line_magic("load_ext", "interp_rpc")
-    ip.run_line_magic("parallel_pool", "-n 2 --init 'import profiletasks'")
-    try:
-        yield ip
-    finally:
-        ip.run_line_magic("unload_ext", "interp_rpc")
+    yield from shell_with_extension("-n 2 --init 'import profiletasks'")
 
 
 def displayed(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Iterator
 
 import pytest
+from support import pool_for_fixture
 
 from interp_rpc import DebugUnavailableError, InterpreterPool, ProcessPool, RemoteError
 from interp_rpc._pool.local_rerun import resolve_here
@@ -17,11 +18,7 @@ INIT = "import debugtasks"
 
 @pytest.fixture(scope="module")
 def pool() -> Iterator[InterpreterPool]:
-    pool = InterpreterPool(workers=2, init=INIT)
-    try:
-        yield pool
-    finally:
-        pool.close(timeout=60)
+    yield from pool_for_fixture(2, INIT)
 
 
 def typed(monkeypatch: pytest.MonkeyPatch, *commands: str) -> list[str]:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support import FIXTURES, POLL_LIMIT, wait_until
+from support import FIXTURES, POLL_LIMIT, pool_for_fixture, wait_until
 
 from interp_rpc import DebugUnavailableError, InterpreterPool, RemoteError
 from interp_rpc._pool import post_mortem
@@ -21,11 +21,7 @@ INIT = "import debugtasks, pooltasks"
 
 @pytest.fixture
 def two() -> Iterator[InterpreterPool]:
-    pool = InterpreterPool(workers=2, init=INIT)
-    try:
-        yield pool
-    finally:
-        pool.close(timeout=60)
+    yield from pool_for_fixture(2, INIT)
 
 
 class Person:
