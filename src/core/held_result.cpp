@@ -73,6 +73,13 @@ PyObject* held_result::copy_out_locked() {
     }
     if (value == nullptr) {
       Py_DECREF(values);
+      if (PyErr_ExceptionMatches(PyExc_MemoryError)) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_MemoryError,
+                     "out of memory: could not copy the worker's %zd-byte %s result into "
+                     "this interpreter",
+                     p.length * static_cast<Py_ssize_t>(p.kind), p.is_str ? "str" : "bytes");
+      }
       return nullptr;
     }
     PyList_SET_ITEM(values, static_cast<Py_ssize_t>(i), value);

@@ -69,10 +69,20 @@ def _output_relay(queue_id: int) -> Any:
         _output_relay_module = _load_sibling("output_relay.py", "_interp_rpc_worker_output_relay")
     return _output_relay_module.OutputRelay(queue_id, output_transport)
 
-# post_mortem.py, loaded by the first failure; frames are kept unless process/child.py
-# says not. _running: [target spec, whether its arguments view the caller's memory].
-keeps_failures = True
+# post_mortem.py, loaded by the first failure; frames are kept unless
+# keep_no_failures() said why not. _running: [target spec, whether its
+# arguments view the caller's memory].
+_frames_not_kept: str | None = None
 _running: list[Any] = [("path", ""), False]
+
+
+def keep_no_failures(why: str) -> None:
+    """This worker keeps no failure for a post-mortem session, and ``why``
+    (no session reaches it: a worker process, a dask worker's
+    subinterpreter); keeping one would hold the failing call's locals for
+    nothing."""
+    global _frames_not_kept
+    _frames_not_kept = why
 
 
 def post_mortem(action: str, *args: Any) -> Any:
@@ -86,7 +96,7 @@ def _failure(exc: BaseException, skip_frames: int, call: Any = None) -> dict[str
     """A failure described, and kept for post-mortem with its ``call``: (args, kwargs)."""
     info: dict[str, Any] = wire.describe_exception(exc, skip_frames=skip_frames)
     if not isinstance(exc, MapStopped):  # a stop is no failure of its own
-        info["post_mortem"] = post_mortem("keep", exc, *_running, call, keeps_failures)
+        info["post_mortem"] = post_mortem("keep", exc, *_running, call, _frames_not_kept)
     return info
 
 

@@ -50,10 +50,6 @@ BUFFERS_NOT_KEPT = (
     "memory), which a worker may not keep after the call returns")
 
 
-#: Why a worker process keeps no frames.
-PROCESS_NOT_KEPT = ("a ProcessPool's worker keeps no frames: no debugging session reaches "
-                    "another process")
-
 #: The largest pickled arguments of a failing call sent back to the caller,
 #: to re-run it there; larger ones are left out. A map with errors="collect"
 #: sends one per failing item, so this bounds what its failures add.
@@ -62,22 +58,22 @@ RERUN_LIMIT = 64 * 1024
 
 def keep(exc: BaseException, target_spec: tuple[Any, ...], with_buffers: bool,
          call: tuple[tuple[Any, ...], dict[str, Any]] | None = None,
-         keep_frames: bool = True) -> dict[str, Any]:
+         frames_not_kept: str | None = None) -> dict[str, Any]:
     """Keep ``exc``, raised by the request for ``target_spec``, as this
     worker's last failure in place of the one before; what the caller needs
     to find it again: this process, this interpreter and the failure's
     number, and the failing ``call``'s arguments, pickled (when they are
     small), to re-run it in the caller. A call whose arguments were views of
     the caller's memory (``with_buffers``) is not kept, since its frames may
-    hold such views, nor is any in a worker process (``keep_frames``
-    False); either still replaces the one before, which is no longer the last."""
+    hold such views, nor is any where no session reaches (``frames_not_kept``
+    says why); either still replaces the one before, which is no longer the last."""
     global _kept, _count, _not_kept
     _count += 1
     found: dict[str, Any] = {**_here(), "failure": _count}
     if call is not None and not with_buffers:
         found["call"] = _pickled(call)
-    if with_buffers or not keep_frames:
-        _kept, _not_kept = None, BUFFERS_NOT_KEPT if with_buffers else PROCESS_NOT_KEPT
+    if with_buffers or frames_not_kept is not None:
+        _kept, _not_kept = None, BUFFERS_NOT_KEPT if with_buffers else frames_not_kept
         return {**found, "not_kept": _not_kept}
     _kept, _not_kept = KeptFailure(exc, _count, _target_name(target_spec)), None
     return found

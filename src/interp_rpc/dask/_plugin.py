@@ -68,6 +68,10 @@ Outcome = tuple[Any, ...]
 #: How long a process waits for the scheduler to hand it the definitions.
 METADATA_TIMEOUT = 30.0
 
+#: Why a dask worker's subinterpreters keep no failure for post-mortem.
+FRAMES_NOT_KEPT = ("it was raised in another process, a dask worker's, whose frames no "
+                   "debugging session reaches, so it keeps none")
+
 #: A remembered definition, as the scheduler keeps it (msgpack-friendly):
 #: {"id": str, "label": str, "request": bytes, "buffers": [bytes, ...]}.
 Definition = dict[str, Any]
@@ -125,6 +129,8 @@ class PoolPlugin(WorkerPlugin):
         try:
             self.pool = await asyncio.to_thread(InterpreterPool, slots, self.init,
                                                 self.init_timeout)
+            await asyncio.to_thread(self.pool.run_everywhere(
+                "_interp_rpc_worker.keep_no_failures", (FRAMES_NOT_KEPT,)).wait)
             definitions = await self._definitions()
             await asyncio.to_thread(self._replay, definitions, len(definitions))
         except Exception as exc:

@@ -72,7 +72,8 @@ def serve(requests: int, replies: int, lifeline: int, files_fd: int) -> None:
     sys.modules["__main__"] = main
     worker = _load(os.path.join(os.path.dirname(here), "_worker", "main.py"),
                    "_interp_rpc_worker")
-    vars(worker)["keeps_failures"] = False  # no post-mortem session reaches a worker process yet
+    worker.keep_no_failures("a ProcessPool's worker keeps no frames: no debugging session "
+                            "reaches another process")
     threading.Thread(target=_watch_lifeline, args=(lifeline,), name="interp-rpc lifeline",
                      daemon=True).start()
     # Replies go out from this thread, relayed output from whichever thread

@@ -36,3 +36,14 @@ def test_a_cluster_error_says_why_and_is_re_run_here(
     error.debug(local=True)
     assert "(21, 3)" in capsys.readouterr().out
     assert commands == []
+
+
+def test_a_dask_workers_subinterpreters_keep_no_failure() -> None:
+    """Nothing can reach their frames (see above): keeping them would hold
+    the failing call's locals for nothing."""
+    with local_cluster(1) as (_, client), \
+            ClusterPool(client, init=f"{INIT}; import debugtasks") as pool:
+        with pytest.raises(RemoteError):
+            pool.call("debugtasks.crunch", 3)
+        kept = pool.run_everywhere("_interp_rpc_worker.post_mortem", ("describe",)).wait()
+        assert list(kept.values()) == [None] * pool.workers
