@@ -125,29 +125,31 @@ _LENT_TYPES = frozenset((bytes, str))
 
 
 def _lent(value: object) -> bool:
-    kind = type(value)
-    return (kind is bytes or kind is str) and len(value) >= LEND_THRESHOLD  # type: ignore[arg-type]
+    return type(value) in _LENT_TYPES and len(value) >= LEND_THRESHOLD  # type: ignore[arg-type]
 
 
 def any_lent(values: list[Any] | tuple[Any, ...]) -> bool:
-    """Whether a value would be lent; one C-level pass over the types when
-    none is bytes or str."""
+    """Whether a value would be lent (one C-level pass when none is bytes or str)."""
     return not _LENT_TYPES.isdisjoint(map(type, values)) and any(map(_lent, values))
 
 
 class _Lending(pickle.Pickler):
-    """Pickles a result whose large bytes and str are not copied in: each
-    is named by its place in ``lent`` (a persistent id)."""
+    """Pickles a result whose large bytes and str are named by their place in
+    ``lent`` (a persistent id), not copied in. A value met twice is lent once,
+    and arrives as one object, as pickle's memo (which comes after) would do."""
 
     def __init__(self, file: io.BytesIO) -> None:
         super().__init__(file, protocol=PROTOCOL)
         self.lent: list[bytes | str] = []
+        self._ids: dict[int, int] = {}  # id(value) -> its place in lent
 
     def persistent_id(self, obj: Any) -> int | None:
-        if _lent(obj):
+        if not _lent(obj):
+            return None
+        place = self._ids.setdefault(id(obj), len(self.lent))
+        if place == len(self.lent):
             self.lent.append(obj)
-            return len(self.lent) - 1
-        return None
+        return place
 
 
 def dumps_lending(value: object) -> tuple[bytes, list[bytes | str]]:
@@ -158,8 +160,7 @@ def dumps_lending(value: object) -> tuple[bytes, list[bytes | str]]:
 
 
 class WithHeld(bytes):
-    """A reply whose lent values the engine copied out of the worker (set
-    as ``held``): loads() puts them back in their places."""
+    """A reply, with the lent values the engine copied out as ``held``."""
 
     held: list[bytes | str]
 

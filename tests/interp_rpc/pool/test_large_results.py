@@ -71,6 +71,14 @@ def test_what_is_not_lent_still_crosses_whole(lending_pool: InterpreterPool) -> 
         b"b" * LEND_THRESHOLD, "s" * LEND_THRESHOLD)
 
 
+def test_one_value_returned_twice_in_a_chunk_arrives_as_one_object(
+        lending_pool: InterpreterPool) -> None:
+    """As pickle's memo makes it: a value is lent (and copied) once."""
+    first, second = lending_pool.map("lendtasks.shared", [1, 2], chunksize=2)
+    assert first is second
+    assert first == b"s" * (256 * 1024)
+
+
 def finished_calls(pool: InterpreterPool, target: str) -> int:
     return sum(1 for r in pool.call_records() if r.target == target and r.outcome == "replied")
 
