@@ -34,6 +34,7 @@
 #include "core/codes.hpp"
 #include "core/live_feed.hpp"
 #include "core/live_view.hpp"
+#include "core/packed_column.hpp"
 #include "core/pool.hpp"
 #include "core/thread_start.hpp"
 
@@ -436,6 +437,10 @@ PYBIND11_MODULE(_core, m) {
   m.attr("REPLY_ENGINE_ERROR") = core::reply_kind_engine_error;
 
   m.def("monotonic_ns", &core::now_ns, "The engine's clock (the same as time.monotonic_ns()).");
+  // The packer the workers use, for what the caller sends (_worker/columns.py).
+  py::object pack_column = py::reinterpret_steal<py::object>(core::new_pack_column_function());
+  if (!pack_column) throw py::error_already_set();
+  m.attr("pack_column") = pack_column;
 
   // The status tables' rules for "stuck" and "debugging" (core/live_view.hpp),
   // for what Python shows of a worker's state (WorkerStatus.displayed_state).

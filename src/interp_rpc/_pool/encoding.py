@@ -17,7 +17,7 @@ from typing import Any
 
 from interp_rpc._pool import replies, targets
 from interp_rpc._pool.engine import _core
-from interp_rpc._worker import wire
+from interp_rpc._worker import columns, wire
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,8 +46,13 @@ def encode_call(target: object, args: tuple[Any, ...], kwargs: dict[str, Any], *
     if check_open is not None:
         check_open(name)
     submitted = _core.monotonic_ns()
+    if mode == "call":
+        packed_args, packed_kwargs = columns.pack_arguments(args, kwargs, _core.pack_column)
+    else:
+        packed_args = (columns.pack_items(args[0], _core.pack_column), *args[1:])
+        packed_kwargs = kwargs
     try:
-        data, buffers = wire.encode_request(spec, mode, args, kwargs)
+        data, buffers = wire.encode_request(spec, mode, packed_args, packed_kwargs)
     except Exception:
         raise replies.argument_error(target, args, kwargs, mode, item_index) from None
     return EncodedCall(name, data, buffers, submitted, _core.monotonic_ns() - submitted,

@@ -69,6 +69,26 @@ def _output_relay(queue_id: int) -> Any:
         _output_relay_module = _load_sibling("output_relay.py", "_interp_rpc_worker_output_relay")
     return _output_relay_module.OutputRelay(queue_id, output_transport)
 
+#: The engine's column packer (core/packed_column.hpp), which the engine puts
+#: in a subinterpreter worker's module before running it; None in a worker
+#: process, which pickles its results as they are.
+_pack_column: Any = globals().get("pack_column")
+# columns.py, loaded by the first result that is a list or tuple.
+_columns_module: ModuleType | None = None
+
+
+def _packed(result: Any, mode: str) -> Any:
+    """A result (a call's, or a chunk's ``(values, *rest)``) whose list or
+    tuple of scalars crosses as one column (columns.py)."""
+    global _columns_module
+    values = result if mode == "call" else result[0]
+    if _pack_column is None or (type(values) is not list and type(values) is not tuple):
+        return result
+    if _columns_module is None:
+        _columns_module = _load_sibling("columns.py", "_interp_rpc_columns")
+    return _columns_module.pack_result(result, mode, _pack_column)
+
+
 # post_mortem.py, loaded by the first failure; frames are kept unless
 # keep_no_failures() said why not. _running: [target spec, whether its
 # arguments view the caller's memory].
@@ -430,6 +450,8 @@ def execute(request: memoryview, buffers: list[memoryview]) -> Reply:
         else:
             result = (wire.chunk_bytes_apart(result[0], threshold), *result[1:])
     try:
+        if result_out_of_band is None:
+            result = _packed(result, mode)
         reply = wire.dumps_result(result, result_out_of_band)
     except MemoryError as exc:  # the process is out of memory: no fault of the value
         return wire.RAISED, wire.dumps(wire.describe_exception(exc)), loaded - started, 0

@@ -347,8 +347,8 @@ def encode_request(
         args = _crossing_all(args)
         if kwargs and not _BUFFER_TYPES.isdisjoint(map(type, kwargs.values())):
             kwargs = {k: _crossing(v) for k, v in kwargs.items()}
-    else:
-        args = (_crossing_all(args[0]), *args[1:])
+    else:  # a chunk's items: a list, or a columns.Column (which holds no buffer)
+        args = (_crossing_all(args[0]) if type(args[0]) is list else args[0], *args[1:])
     buffers: list[pickle.PickleBuffer] = []
     data = pickle.dumps((spec, mode, args, kwargs), protocol=PROTOCOL,
                         buffer_callback=buffers.append)

@@ -1,0 +1,142 @@
+"""Lists and tuples of one scalar type, crossing as one column.
+
+Pickle writes a list of 10^6 ints one object at a time, and reads it back
+the same way. The engine's packer (core/packed_column.hpp) turns such a list
+into one column instead: ints and floats as machine values, str and bytes
+joined by a separator that no item contains. A ``Column`` pickles as the
+standard library calls that rebuild the list (``array.tolist``,
+``str.split``, ``bytes.split``), so any reader rebuilds it with pickle alone:
+the caller, a subinterpreter worker, a worker process.
+
+What packs comes back exactly: the same types (exact int, float, str,
+bytes; never a subclass), the same values (every bit of a float), and, as
+with pickle, one object where a str or bytes object was met twice (those
+lists are left to pickle). The packer is the engine's: the caller takes it
+from ``_core``, a subinterpreter worker finds it in its module (main.py); a
+worker process has none, and pickles its results as before.
+
+Both sides load this module: the caller as ``interp_rpc._worker.columns``,
+a worker by path. It uses nothing but the standard library.
+"""
+
+from __future__ import annotations
+
+import array
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    #: The engine's packer: (values, max_item) -> (kind, payload, separator) or None.
+    Packer = Callable[[list[Any] | tuple[Any, ...], int], tuple[int, Any, Any] | None]
+
+#: Shorter lists and tuples pickle about as fast as they pack.
+MIN_ITEMS = 64
+#: A str or bytes item this long leaves its list to pickle, which lets the
+#: large value cross out of band or be lent (see wire.py).
+MAX_ITEM = 64 * 1024
+
+# The kinds of column (core/packed_column.hpp's column_kind).
+INT64, FLOAT64, STR, BYTES = 0, 1, 2, 3
+_TYPECODES = {INT64: "q", FLOAT64: "d"}
+
+_SEQUENCES = frozenset((list, tuple))
+#: Top-level values that hold no other object: beside them, a packed list
+#: cannot also be reachable from inside another argument.
+_ATOMS = frozenset((type(None), bool, int, float, complex, str, bytes))
+
+
+class Column:
+    """A list or tuple on its way, packed; it arrives as the list or tuple."""
+
+    __slots__ = ("is_tuple", "kind", "payload", "separator")
+
+    def __init__(self, kind: int, payload: bytes | str, separator: bytes | str | None,
+                 is_tuple: bool) -> None:
+        self.kind = kind
+        self.payload = payload
+        self.separator = separator
+        self.is_tuple = is_tuple
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        if self.is_tuple:
+            return tuple, (Column(self.kind, self.payload, self.separator, False),)
+        if self.kind == STR or self.kind == BYTES:
+            return type(self.payload).split, (self.payload, self.separator)
+        return array.array.tolist, (_MachineValues(_TYPECODES[self.kind], self.payload),)
+
+    def __repr__(self) -> str:
+        return f"Column(kind={self.kind}, {len(self.payload)} payload units)"
+
+
+class _MachineValues:
+    """Packed ints or floats; they pickle as the array that holds them,
+    written from the payload as it is (an array's own pickle copies its
+    buffer out first)."""
+
+    __slots__ = ("payload", "typecode")
+
+    def __init__(self, typecode: str, payload: bytes | str) -> None:
+        self.typecode = typecode
+        self.payload = payload
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return array.array, (self.typecode, self.payload)
+
+
+def packed(values: list[Any] | tuple[Any, ...], pack: Packer) -> Column | None:
+    """``values`` as a Column, or None when they do not pack (see the module)."""
+    if len(values) < MIN_ITEMS:
+        return None
+    found = pack(values, MAX_ITEM)
+    if found is None:
+        return None
+    return Column(*found, type(values) is tuple)
+
+
+def pack_arguments(args: tuple[Any, ...], kwargs: dict[str, Any],
+                   pack: Packer) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """A call's arguments with their lists and tuples of scalars packed.
+
+    Pickle keeps one object where an argument is also reachable from inside
+    another; a packed list would arrive as a second object. So arguments
+    pack only when every top-level value is a scalar or packs, and the same
+    list passed twice is packed once (pickle's memo then makes it one
+    object again)."""
+    values = (*args, *kwargs.values()) if kwargs else args
+    if _SEQUENCES.isdisjoint(map(type, values)):  # the common case: costs one pass
+        return args, kwargs
+    columns: dict[int, Column] = {}
+    for value in values:
+        kind = type(value)
+        if kind in _ATOMS:
+            continue
+        if kind not in _SEQUENCES:
+            return args, kwargs
+        if id(value) not in columns:
+            column = packed(value, pack)
+            if column is None:
+                return args, kwargs
+            columns[id(value)] = column
+    return (tuple(columns.get(id(a), a) for a in args),
+            {k: columns.get(id(v), v) for k, v in kwargs.items()})
+
+
+def pack_items(items: list[Any] | range, pack: Packer) -> list[Any] | range | Column:
+    """A map chunk's items (a list, or a slice of the range mapped over),
+    packed when they are a column."""
+    if type(items) is not list:
+        return items
+    return packed(items, pack) or items
+
+
+def pack_result(result: Any, mode: str, pack: Packer) -> Any:
+    """A worker's result (a call's return value, or a chunk's
+    ``(values, *rest)``) with a list or tuple of scalars packed."""
+    if mode == "call":
+        if type(result) in _SEQUENCES:
+            return packed(result, pack) or result
+        return result
+    column = packed(result[0], pack)
+    return result if column is None else (column, *result[1:])
