@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from interp_rpc.profiling.recorder import ProfileRecorder
 
 
-def chunk_arguments(items: list[Any], start: int, *, collect: bool, output: object = None,
+def chunk_arguments(items: list[Any] | range, start: int, *, collect: bool, output: object = None,
                     stop_flag: bytearray | None = None) -> tuple[Any, ...]:
     """The request arguments of a chunk of ``items`` whose first is item
     ``start`` of its run. ``collect``: a failing item's error takes its

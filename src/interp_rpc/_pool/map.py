@@ -84,6 +84,8 @@ class MapRun:
         self._spec = spec
         self._pool = pool
         self._total: int | None = spec.total
+        # Read whole (a list or range): sliced; else read as the map goes.
+        self._listed = spec.items if isinstance(spec.items, (list, range)) else None
         self._items = iter(spec.items)
         self._next_index = 0  # of the next item to read
         self._exhausted = False
@@ -139,7 +141,11 @@ class MapRun:
             if self._spec.chunksize is None:
                 self._measure_finished()
             size = self._next_size()
-            chunk = list(itertools.islice(self._items, size))
+            chunk: list[Any] | range
+            if self._listed is not None:
+                chunk = self._listed[self._next_index:self._next_index + size]
+            else:
+                chunk = list(itertools.islice(self._items, size))
             if len(chunk) < size:
                 self._exhausted = True
                 if self._total is None:
@@ -158,7 +164,7 @@ class MapRun:
                     self._batch_items = min(2 * self._batch_items, _MAX_BATCH_ITEMS)
         self._send(batch)
 
-    def _encode_chunk(self, chunk: list[Any], start: int) -> EncodedCall:
+    def _encode_chunk(self, chunk: list[Any] | range, start: int) -> EncodedCall:
         pool = self._pool
         # Per chunk: a pool.profile() that starts during a lazy map times
         # the chunks sent after it started.

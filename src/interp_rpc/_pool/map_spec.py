@@ -34,14 +34,15 @@ class MapSpec:
     chunksize: int | None
     buffersize: int | None
     collect: bool  # errors="collect": a failing item's RemoteError is its result
-    # The items: a list when the input was read whole (no buffersize), else
-    # an iterator read as the map goes.
-    items: list[Any] | Iterator[Any]
+    # The items: a list when the input was read whole (no buffersize), the
+    # range itself when it was one range, else an iterator read as the map
+    # goes.
+    items: list[Any] | range | Iterator[Any]
 
     @property
     def total(self) -> int | None:
         """How many items there are, if the input was read whole."""
-        return len(self.items) if isinstance(self.items, list) else None
+        return len(self.items) if isinstance(self.items, (list, range)) else None
 
 
 def map_spec(fn: Callable[..., Any] | str, iterables: tuple[Iterable[Any], ...], *,
@@ -62,7 +63,10 @@ def map_spec(fn: Callable[..., Any] | str, iterables: tuple[Iterable[Any], ...],
     items: Iterable[Any] = zip(*iterables, strict=False) if star else iterables[0]
     # Everything is submitted now, as Executor.map does, unless buffersize
     # asks for a lazy read; knowing the count lets chunks be balanced.
-    read: list[Any] | Iterator[Any] = list(items) if buffersize is None else iter(items)
+    # A range is immutable and sliced into ranges: each chunk crosses as
+    # range(start, stop, step), and no int is made until the worker's loop.
+    read: list[Any] | range | Iterator[Any] = (
+        iter(items) if buffersize is not None else items if type(items) is range else list(items))
     return MapSpec(fn=fn, normalized=normalized, name=name, timeout=timeout,
                    deadline=deadline,
                    mode="starchunk" if star else "chunk", chunksize=chunksize,

@@ -61,7 +61,7 @@ class ClusterMapRun:
         self._stopped = False
         self._done = 0  # items whose results were yielded
         slots = max(1, pool.workers)
-        if isinstance(spec.items, list):
+        if isinstance(spec.items, (list, range)):
             listed = spec.items
             self._total: int | None = len(listed)
             self._items: Iterator[Any] = iter(())
@@ -91,7 +91,7 @@ class ClusterMapRun:
                 self._cancel()
                 raise
 
-    def _chunk(self, items: list[Any], start: int) -> Job:
+    def _chunk(self, items: list[Any] | range, start: int) -> Job:
         # Encoded once, here: the process that runs it forwards these bytes
         # to its pool, whose items are numbered from the chunk's first.
         mode = chunk_mode(self._spec.mode, len(items), profiled=bool(self._pool._profile_sessions))
