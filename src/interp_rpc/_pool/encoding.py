@@ -46,10 +46,12 @@ def encode_call(target: object, args: tuple[Any, ...], kwargs: dict[str, Any], *
     if check_open is not None:
         check_open(name)
     submitted = _core.monotonic_ns()
+    beside = wire.OUT_OF_BAND_THRESHOLD
     if mode == "call":
-        packed_args, packed_kwargs = columns.pack_arguments(args, kwargs, _core.pack_column)
+        packed_args, packed_kwargs = columns.pack_arguments(args, kwargs, _core.pack_column,
+                                                            beside)
     else:
-        packed_args = (columns.pack_items(args[0], _core.pack_column), *args[1:])
+        packed_args = (columns.pack_items(args[0], _core.pack_column, beside), *args[1:])
         packed_kwargs = kwargs
     try:
         data, buffers = wire.encode_request(spec, mode, packed_args, packed_kwargs)

@@ -4,9 +4,10 @@ Pickle writes a list of 10^6 ints one object at a time, and reads it back
 the same way. The engine's packer (core/packed_column.hpp) turns such a list
 into one column instead: ints and floats as machine values, str and bytes
 joined by a separator that no item contains. A ``Column`` pickles as the
-standard library calls that rebuild the list (``array.tolist``,
+standard library calls that rebuild the list (``memoryview.tolist``,
 ``str.split``, ``bytes.split``), so any reader rebuilds it with pickle alone:
-the caller, a subinterpreter worker, a worker process.
+the caller, a subinterpreter worker, a worker process. Machine values are
+native 8-byte ints and doubles, as on every platform interp-rpc runs on.
 
 What packs comes back exactly: the same types (exact int, float, str,
 bytes; never a subclass), the same values (every bit of a float), and, as
@@ -21,7 +22,7 @@ a worker by path. It uses nothing but the standard library.
 
 from __future__ import annotations
 
-import array
+import pickle
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -48,62 +49,73 @@ _ATOMS = frozenset((type(None), bool, int, float, complex, str, bytes))
 
 
 class Column:
-    """A list or tuple on its way, packed; it arrives as the list or tuple."""
+    """A list or tuple on its way, packed; it arrives as the list or tuple.
 
-    __slots__ = ("is_tuple", "kind", "payload", "separator")
+    Ints and floats are rebuilt as ``memoryview(payload).cast(typecode)
+    .tolist()``: straight from the payload, with no copy of it. ``beside``:
+    a large payload goes out of band (a request's buffers), not into the
+    pickle; a worker's result leaves it in, where the worker lends it
+    instead (main.py)."""
+
+    __slots__ = ("beside", "is_tuple", "kind", "payload", "separator")
 
     def __init__(self, kind: int, payload: bytes | str, separator: bytes | str | None,
-                 is_tuple: bool) -> None:
+                 is_tuple: bool, beside: int | None = None) -> None:
         self.kind = kind
         self.payload = payload
         self.separator = separator
         self.is_tuple = is_tuple
+        self.beside = beside
 
     def __reduce__(self) -> tuple[Any, ...]:
         if self.is_tuple:
-            return tuple, (Column(self.kind, self.payload, self.separator, False),)
+            return tuple, (Column(self.kind, self.payload, self.separator, False, self.beside),)
         if self.kind == STR or self.kind == BYTES:
             return type(self.payload).split, (self.payload, self.separator)
-        return array.array.tolist, (_MachineValues(_TYPECODES[self.kind], self.payload),)
+        data: Any = self.payload
+        if self.beside is not None and len(data) >= self.beside:
+            data = pickle.PickleBuffer(data)
+        view = _Rebuilt(memoryview, (data,))
+        return memoryview.tolist, (_Rebuilt(memoryview.cast, (view, _TYPECODES[self.kind])),)
 
     def __repr__(self) -> str:
         return f"Column(kind={self.kind}, {len(self.payload)} payload units)"
 
 
-class _MachineValues:
-    """Packed ints or floats; they pickle as the array that holds them,
-    written from the payload as it is (an array's own pickle copies its
-    buffer out first)."""
+class _Rebuilt:
+    """Pickles as ``fn(*args)``: one step of a column's rebuilding."""
 
-    __slots__ = ("payload", "typecode")
+    __slots__ = ("args", "fn")
 
-    def __init__(self, typecode: str, payload: bytes | str) -> None:
-        self.typecode = typecode
-        self.payload = payload
+    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        self.fn = fn
+        self.args = args
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return array.array, (self.typecode, self.payload)
+        return self.fn, self.args
 
 
-def packed(values: list[Any] | tuple[Any, ...], pack: Packer) -> Column | None:
-    """``values`` as a Column, or None when they do not pack (see the module)."""
+def packed(values: list[Any] | tuple[Any, ...], pack: Packer,
+           beside: int | None = None) -> Column | None:
+    """``values`` as a Column, or None when they do not pack (see the module).
+    ``beside``: the payload size from which it crosses out of band."""
     if len(values) < MIN_ITEMS:
         return None
     found = pack(values, MAX_ITEM)
     if found is None:
         return None
-    return Column(*found, type(values) is tuple)
+    return Column(*found, type(values) is tuple, beside)
 
 
-def pack_arguments(args: tuple[Any, ...], kwargs: dict[str, Any],
-                   pack: Packer) -> tuple[tuple[Any, ...], dict[str, Any]]:
+def pack_arguments(args: tuple[Any, ...], kwargs: dict[str, Any], pack: Packer,
+                   beside: int) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """A call's arguments with their lists and tuples of scalars packed.
 
     Pickle keeps one object where an argument is also reachable from inside
     another; a packed list would arrive as a second object. So arguments
     pack only when every top-level value is a scalar or packs, and the same
     list passed twice is packed once (pickle's memo then makes it one
-    object again)."""
+    object again). ``beside``: see packed()."""
     values = (*args, *kwargs.values()) if kwargs else args
     if _SEQUENCES.isdisjoint(map(type, values)):  # the common case: costs one pass
         return args, kwargs
@@ -115,7 +127,7 @@ def pack_arguments(args: tuple[Any, ...], kwargs: dict[str, Any],
         if kind not in _SEQUENCES:
             return args, kwargs
         if id(value) not in columns:
-            column = packed(value, pack)
+            column = packed(value, pack, beside)
             if column is None:
                 return args, kwargs
             columns[id(value)] = column
@@ -123,12 +135,13 @@ def pack_arguments(args: tuple[Any, ...], kwargs: dict[str, Any],
             {k: columns.get(id(v), v) for k, v in kwargs.items()})
 
 
-def pack_items(items: list[Any] | range, pack: Packer) -> list[Any] | range | Column:
+def pack_items(items: list[Any] | range, pack: Packer,
+               beside: int) -> list[Any] | range | Column:
     """A map chunk's items (a list, or a slice of the range mapped over),
-    packed when they are a column."""
+    packed when they are a column. ``beside``: see packed()."""
     if type(items) is not list:
         return items
-    return packed(items, pack) or items
+    return packed(items, pack, beside) or items
 
 
 def pack_result(result: Any, mode: str, pack: Packer) -> Any:

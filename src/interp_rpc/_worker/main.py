@@ -440,9 +440,14 @@ def execute(request: memoryview, buffers: list[memoryview]) -> Reply:
     if failures:  # collected: the chunk ran on past them (see MapRun)
         result = result[0], -1, wire.dumps(failures), *result[3:]
     finished = time.perf_counter_ns()
-    if result_out_of_band is None and (lending := _lending(result, mode)) is not None:
-        return (wire.RETURNED, lending[0], loaded - started, time.perf_counter_ns() - finished,
-                lending[1])
+    if result_out_of_band is None:  # a subinterpreter: it packs, and lends what is large
+        try:
+            result = _packed(result, mode)
+        except MemoryError as exc:
+            return wire.RAISED, wire.dumps(wire.describe_exception(exc)), loaded - started, 0
+        if (lending := _lending(result, mode)) is not None:
+            return (wire.RETURNED, lending[0], loaded - started,
+                    time.perf_counter_ns() - finished, lending[1])
     if result_out_of_band is not None:  # a worker process: large bytes beside the pickle
         threshold = result_out_of_band.threshold
         if mode == "call":
@@ -450,8 +455,6 @@ def execute(request: memoryview, buffers: list[memoryview]) -> Reply:
         else:
             result = (wire.chunk_bytes_apart(result[0], threshold), *result[1:])
     try:
-        if result_out_of_band is None:
-            result = _packed(result, mode)
         reply = wire.dumps_result(result, result_out_of_band)
     except MemoryError as exc:  # the process is out of memory: no fault of the value
         return wire.RAISED, wire.dumps(wire.describe_exception(exc)), loaded - started, 0
@@ -464,7 +467,11 @@ def execute(request: memoryview, buffers: list[memoryview]) -> Reply:
 def _lending(result: Any, mode: str) -> tuple[bytes, list[bytes | str]] | None:
     """A subinterpreter's reply that lends its large bytes and str (the
     result itself, or a map's results) rather than pickling them, if any."""
-    if not (wire.any_lent((result,)) if mode == "call" else wire.any_lent(result[0])):
+    values = result if mode == "call" else result[0]
+    if _columns_module is not None and type(values) is _columns_module.Column:
+        if not wire.any_lent((values.payload,)):  # its payload is what may be lent
+            return None
+    elif not (wire.any_lent((values,)) if mode == "call" else wire.any_lent(values)):
         return None
     try:
         pickled: tuple[bytes, list[bytes | str]] = wire.dumps_lending(result)
