@@ -86,3 +86,23 @@ def filled_bytes(size: int) -> bytes:
 def filled_str(size: int) -> str:
     """A str of ``size`` characters, every page written, to cross as a result."""
     return "\u00e9" * size
+
+
+def square(x: int) -> int:
+    """The tiny map item of the scaling run."""
+    return x * x
+
+
+def floats(items: int) -> list[float]:
+    """A new list of ``items`` floats, to cross as a result."""
+    return [i * 0.5 for i in range(items)]
+
+
+def ints(items: int) -> list[int]:
+    """A new list of ``items`` ints (beyond the small-int cache), to cross as a result."""
+    return [i * 7919 for i in range(items)]
+
+
+def count(values: list[Any]) -> int:
+    """Returns only the length, so a list crosses one way only."""
+    return len(values)
