@@ -11,6 +11,8 @@ interleaved so that a slow moment of the machine falls on all of them):
   plus a ``memoryview`` argument and a ``str`` result;
 - ``float list`` / ``int list``, as argument and as result: 10^3 to 10^7
   numbers (2^20 is the acceptance row);
+- ``Ctrl-C``: interp-rpc alone, Ctrl-C 0.3 s into a map of 10^7 items:
+  the time until KeyboardInterrupt, and until the pool answers again;
 - ``workers``: W = 1 to 64, each sample in a fresh process: the time until
   W calls that each sleep 20 ms have all answered (minus those 20 ms), and
   the memory of the process and its children then.
@@ -27,6 +29,7 @@ It writes bench/results/scaling.{json,md,svg} (``--out-dir`` elsewhere).
 
 from __future__ import annotations
 
+import _thread
 import argparse
 import contextlib
 import datetime
@@ -38,6 +41,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -235,6 +239,41 @@ def size_label(size: int) -> str:
     return f"{size // MiB} MiB" if size >= MiB else f"{size // KiB} KiB"
 
 
+# ------------------------------------------------------------------ Ctrl-C
+
+INTERRUPT_AXIS = "Ctrl-C during a map of 10^7 items"
+INTERRUPT_AFTER_S = 0.3  # into the map: its chunks are running
+
+
+def interrupt_rows(calls: dict[str, Run], maps: dict[str, Map], rounds: int) -> list[Row]:
+    """interp-rpc only (the acceptance row): how long from Ctrl-C until the
+    map raises KeyboardInterrupt, and until the pool answers the next call."""
+    raised = Row(INTERRUPT_AXIS, "until KeyboardInterrupt", 10**7)
+    served = Row(INTERRUPT_AXIS, "until the next call answers", 10**7)
+    pressed: list[float] = []
+
+    def press() -> None:
+        pressed.append(time.perf_counter())
+        _thread.interrupt_main()
+
+    for _ in range(rounds):
+        pressed.clear()
+        timer = threading.Timer(INTERRUPT_AFTER_S, press)
+        timer.start()
+        try:
+            maps[OURS](workloads.square, range(10**7))
+        except KeyboardInterrupt:
+            caught = time.perf_counter()
+        else:
+            timer.cancel()
+            raise RuntimeError("the map of 10^7 items ended before Ctrl-C; raise its size")
+        calls[OURS](workloads.identity, (1,))
+        raised.seconds.setdefault(OURS, []).append(caught - pressed[0])
+        served.seconds.setdefault(OURS, []).append(time.perf_counter() - pressed[0])
+    print(f"  {INTERRUPT_AXIS}", file=sys.stderr, flush=True)
+    return [raised, served]
+
+
 # ------------------------------------------------------------- workers axis
 
 PROBE = """
@@ -363,7 +402,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="small sizes only, 1 round")
-    parser.add_argument("--axes", default="map,payload,numbers,workers")
+    parser.add_argument("--axes", default="map,payload,numbers,interrupt,workers")
     parser.add_argument("--out-dir", type=Path, default=BENCH / "results")
     args = parser.parse_args()
     axes = set(args.axes.split(","))
@@ -381,6 +420,8 @@ def main() -> None:
             rows += payload_rows(payload_sizes, calls, rounds)
         if "numbers" in axes:
             rows += number_rows(number_sizes, calls, rounds)
+        if "interrupt" in axes:
+            rows += interrupt_rows(calls, maps, rounds)
     if "workers" in axes:
         rows += workers_rows(worker_sizes, rounds)
     took = time.perf_counter() - started
@@ -396,7 +437,8 @@ def main() -> None:
              "memory_bytes": r.memory} for r in rows]}, indent=1) + "\n")
     (args.out_dir / "scaling.svg").write_text(draw(
         [(r.axis, r.size, {n: r.median(n) for n in CONTENDERS}) for r in rows
-         if not r.label.startswith(("memoryview", f"{size_label(r.size)}-character"))],
+         if r.axis != INTERRUPT_AXIS
+         and not r.label.startswith(("memoryview", f"{size_label(r.size)}-character"))],
         CONTENDERS))
 
 

@@ -14,8 +14,9 @@ from typing import Any
 import columntasks
 import pooltasks
 import pytest
+from support import wait_until
 
-from interp_rpc import InterpreterPool, ProcessPool, RemoteError
+from interp_rpc import CallTimeoutError, InterpreterPool, ProcessPool, RemoteError
 from interp_rpc._pool.encoding import encode_call
 from interp_rpc._pool.map_spec import map_spec
 
@@ -84,3 +85,15 @@ def test_a_worker_process_maps_a_range() -> None:
         items = range(2**65, 2**65 + 3_000, 5)
         assert list(pool.map(columntasks.describe, items)) == [columntasks.describe(i)
                                                                for i in items]
+
+
+@pytest.mark.parametrize("kind", ["range", "list"])
+def test_a_timeout_ends_a_map_of_ten_million_items(module_pool: InterpreterPool,
+                                                     kind: str) -> None:
+    items = range(10**7) if kind == "range" else list(range(10**7))
+    results = module_pool.map(columntasks.square_slowly, items, timeout=0.5)
+    with pytest.raises(CallTimeoutError) as raised:
+        list(results)
+    assert raised.value.total == 10**7 and raised.value.completed < 10**7
+    wait_until(lambda: all(w.state == "idle" for w in module_pool.status()))
+    assert module_pool.call(pooltasks.add, 1, 2) == 3

@@ -116,3 +116,16 @@ def test_interrupt_stops_the_constructor_waiting_for_init(main_thread: None, gat
     # The half-started pool is still owned: its worker ends once init does.
     gate.release()
     wait_only_main_interpreter()
+
+
+@pytest.mark.parametrize("kind", ["range", "list"])
+def test_interrupt_stops_a_map_of_ten_million_items(main_thread: None, pool: InterpreterPool,
+                                                     kind: str) -> None:
+    items = range(10**7) if kind == "range" else list(range(10**7))
+    interrupter = interrupt_when(lambda: any(w.state == "busy" for w in pool.status()))
+    with pytest.raises(KeyboardInterrupt):
+        list(pool.map("columntasks.square_slowly", items))
+    interrupter.join(10)
+    # The running chunks stop before their next item: the workers are free.
+    wait_until(lambda: all(w.state == "idle" for w in pool.status()))
+    assert pool.call("pooltasks.add", 1, 2, timeout=30) == 3
