@@ -1,9 +1,51 @@
 #include "core/held_result.hpp"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
 #include <cstring>
 #include <new>
 
 namespace interp_rpc::core {
+
+namespace {
+
+// Below this, a copy costs less than remapping pages (and the page-table
+// and TLB work that comes with it).
+constexpr std::size_t move_threshold = 4u << 20;
+
+std::atomic<std::uint64_t> moved_pages{0};
+
+// Fills dst with src's n bytes. When src may be emptied (the caller owns it
+// alone and drops it next) and both sit at the same offset in their pages,
+// the whole pages in between are moved, not copied: src's become empty
+// (they read as zeros), dst's take their place.
+void move_or_copy(char* dst, char* src, std::size_t n, bool src_may_be_emptied) {
+  static const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  const auto src_at = reinterpret_cast<std::uintptr_t>(src);
+  const auto dst_at = reinterpret_cast<std::uintptr_t>(dst);
+  if (src_may_be_emptied && n >= move_threshold && src_at % page == dst_at % page) {
+    const std::size_t head = (page - src_at % page) % page;
+    const std::size_t middle = (n - head) / page * page;
+    void* moved = mremap(src + head, middle, middle,
+                         MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, dst + head);
+    if (moved != MAP_FAILED) {
+      std::memcpy(dst, src, head);
+      std::memcpy(dst + head + middle, src + head + middle, n - head - middle);
+      moved_pages.fetch_add(middle / page, std::memory_order_relaxed);
+      return;
+    }
+  }
+  std::memcpy(dst, src, n);
+}
+
+}  // namespace
+
+std::uint64_t held_result::pages_moved() noexcept {
+  return moved_pages.load(std::memory_order_relaxed);
+}
 
 bool held_result::hold(PyObject* values) {
   if (!PyList_Check(values)) {
@@ -37,6 +79,13 @@ bool held_result::hold(PyObject* values) {
   return true;
 }
 
+void held_result::mark_sole_owner() {
+  std::lock_guard lock(m_mutex);
+  for (std::size_t i = 0; i < m_pieces.size(); ++i) {
+    m_pieces[i].movable = Py_REFCNT(m_objects[i]) == 1;
+  }
+}
+
 PyObject* held_result::copy_out() {
   PyObject* values = copy_out_locked();
   if (m_when_done) m_when_done();
@@ -61,14 +110,18 @@ PyObject* held_result::copy_out_locked() {
   for (std::size_t i = 0; i < m_pieces.size(); ++i) {
     const piece& p = m_pieces[i];
     PyObject* value = nullptr;
+    // The worker's memory, unless it ended first and this is our own copy.
+    char* source = const_cast<char*>(static_cast<const char*>(p.data));
+    const bool may_empty = p.movable && p.kept.empty();
+    const auto size = static_cast<std::size_t>(p.length) * static_cast<std::size_t>(p.kind);
     if (!p.is_str) {
-      value = PyBytes_FromStringAndSize(static_cast<const char*>(p.data), p.length);
+      value = PyBytes_FromStringAndSize(nullptr, p.length);
+      if (value != nullptr) move_or_copy(PyBytes_AS_STRING(value), source, size, may_empty);
     } else {
+      // Same largest code point, so the same kind: the code units copy as is.
       value = PyUnicode_New(p.length, p.max_char);
       if (value != nullptr) {
-        // Same largest code point, so the same kind: the code units copy as is.
-        std::memcpy(PyUnicode_DATA(value), p.data,
-                    static_cast<std::size_t>(p.length) * static_cast<std::size_t>(p.kind));
+        move_or_copy(static_cast<char*>(PyUnicode_DATA(value)), source, size, may_empty);
       }
     }
     if (value == nullptr) {

@@ -10,6 +10,14 @@
 // them afterwards. Both types are immutable, so the value cannot change
 // between the worker's return and the caller's copy.
 //
+// Moving instead of copying. A large value that only this object still
+// references (the worker kept none: `mark_sole_owner`) has nothing else
+// reading it, and it is released right after the caller's read. So the
+// caller's read moves its whole pages into the new object (mremap), rather
+// than copying them: no copy, and none of the page faults that a fresh
+// 256 MiB buffer costs. It falls back to a copy whenever the kernel refuses,
+// or the two buffers do not sit at the same offset in their pages.
+//
 // Lifetime. The worker owns the objects: only its thread, with its GIL,
 // releases them (release_if_done), once the caller has copied them or the
 // call was dropped without being read. A worker that ends first (the pool
@@ -19,6 +27,7 @@
 
 #include <Python.h>
 
+#include <cstdint>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -35,6 +44,14 @@ class held_result {
   // Worker thread, before the call completes: what to do once the values
   // are copied or abandoned (wake the worker, so that it releases them).
   void when_done(std::function<void()> done) { m_when_done = std::move(done); }
+
+  // Worker thread, its GIL held, once the reply that listed the values is
+  // gone: notes which values only this object references now, which the
+  // caller's read may then move rather than copy.
+  void mark_sole_owner();
+
+  // Pages moved rather than copied by every read so far (for tests).
+  static std::uint64_t pages_moved() noexcept;
 
   // Caller, its own interpreter's GIL held: a new list of the values,
   // built from the worker's memory. Once per call (a second time, or after
@@ -67,6 +84,7 @@ class held_result {
     int kind = 1;           // a str's PyUnicode_KIND
     Py_UCS4 max_char = 0;   // a str's largest code point, for PyUnicode_New
     std::string kept;       // its copy, once the worker ended first
+    bool movable = false;   // only we reference it (mark_sole_owner): its pages may move
   };
 
   PyObject* copy_out_locked();

@@ -164,10 +164,13 @@ void run_call(PyObject* execute, PyObject* lease_type, call& c, int& kind, std::
       held.reset();
     }
   }
-  c.held = std::move(held);
   c.timing.deserialize_ns = costs[0];
   c.timing.result_serialize_ns = costs[1];
   result = py_ref();
+  // The reply's list of values is gone: what only `held` references now,
+  // the worker keeps nowhere else.
+  if (held) held->mark_sole_owner();
+  c.held = std::move(held);
   // Invalidate the views we made, so that a view object the target kept is
   // unusable; views derived from them keep their lease alive, which we see.
   if (request) release_view(request.get());

@@ -32,6 +32,7 @@
 #include "core/build_info.hpp"
 #include "core/clock.hpp"
 #include "core/codes.hpp"
+#include "core/held_result.hpp"
 #include "core/live_feed.hpp"
 #include "core/live_view.hpp"
 #include "core/packed_column.hpp"
@@ -438,6 +439,9 @@ PYBIND11_MODULE(_core, m) {
 
   m.def("monotonic_ns", &core::now_ns, "The engine's clock (the same as time.monotonic_ns()).");
   // The packer the workers use, for what the caller sends (_worker/columns.py).
+  m.def("pages_moved", &core::held_result::pages_moved,
+        "Pages of large results moved into the caller rather than copied, since the process "
+        "started (core/held_result.hpp).");
   py::object pack_column = py::reinterpret_steal<py::object>(core::new_pack_column_function());
   if (!pack_column) throw py::error_already_set();
   m.attr("pack_column") = pack_column;

@@ -80,3 +80,68 @@ TEST_CASE("only exact bytes and str can be lent") {
   held.abandon();
   CHECK(held.release_if_done());
 }
+
+namespace {
+
+constexpr Py_ssize_t large = 16 << 20;  // above the size from which pages move
+
+// A list holding one new large bytes (every byte set) and, for str, one
+// new large latin-1 str; `pattern` tells them apart.
+py_ref large_values(char pattern) {
+  py_ref bytes = py_ref::steal(PyBytes_FromStringAndSize(nullptr, large));
+  py_ref text = py_ref::steal(PyUnicode_New(large, 0xff));
+  REQUIRE(bytes);
+  REQUIRE(text);
+  for (Py_ssize_t i = 0; i < large; ++i) {
+    PyBytes_AS_STRING(bytes.get())[i] = static_cast<char>(pattern + i % 251);
+    PyUnicode_1BYTE_DATA(text.get())[i] = static_cast<Py_UCS1>(0x80 + (pattern + i) % 127);
+  }
+  return py_ref::steal(Py_BuildValue("[OO]", bytes.get(), text.get()));
+}
+
+}  // namespace
+
+TEST_CASE("large values the worker no longer references move their pages, equal") {
+  py_ref expected = large_values('a');
+  held_result held;
+  {
+    py_ref values = large_values('a');
+    REQUIRE(held.hold(values.get()));
+  }  // the reply's list is gone: `held` alone references the values
+  held.mark_sole_owner();
+  const auto before = held_result::pages_moved();
+  py_ref copied = py_ref::steal(held.copy_out());
+  REQUIRE(copied);
+  CHECK(PyObject_RichCompareBool(copied.get(), expected.get(), Py_EQ) == 1);
+  CHECK(held_result::pages_moved() > before);
+  CHECK(held.release_if_done());
+}
+
+TEST_CASE("large values the worker still references are copied, and stay intact") {
+  py_ref values = large_values('b');
+  py_ref expected = large_values('b');
+  held_result held;
+  REQUIRE(held.hold(values.get()));
+  held.mark_sole_owner();  // `values` still holds them
+  const auto before = held_result::pages_moved();
+  py_ref copied = py_ref::steal(held.copy_out());
+  REQUIRE(copied);
+  CHECK(held_result::pages_moved() == before);
+  CHECK(PyObject_RichCompareBool(copied.get(), expected.get(), Py_EQ) == 1);
+  CHECK(PyObject_RichCompareBool(values.get(), expected.get(), Py_EQ) == 1);
+  CHECK(held.release_if_done());
+}
+
+TEST_CASE("values kept after the worker ended are copied from the kept copy") {
+  py_ref expected = large_values('c');
+  held_result held;
+  {
+    py_ref values = large_values('c');
+    REQUIRE(held.hold(values.get()));
+  }
+  held.mark_sole_owner();
+  held.detach();  // the worker ends first: its objects go, our copy stays
+  py_ref copied = py_ref::steal(held.copy_out());
+  REQUIRE(copied);
+  CHECK(PyObject_RichCompareBool(copied.get(), expected.get(), Py_EQ) == 1);
+}

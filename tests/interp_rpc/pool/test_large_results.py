@@ -13,10 +13,12 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
+import lendtasks
 import pytest
 from support import MakePool, wait_until
 
 from interp_rpc import InterpreterPool
+from interp_rpc._core import pages_moved
 from interp_rpc._worker.wire import LEND_THRESHOLD
 from interp_rpc.testing import kill_worker
 
@@ -127,3 +129,32 @@ def test_the_worker_lets_go_once_the_result_is_read_or_dropped(
     while pool.call("lendtasks.kept_references") != 0:
         assert time.monotonic() < deadline, "the dropped result is still held"
         time.sleep(0.05)
+
+
+#: Large enough for the engine to move pages rather than copy them, and for
+#: the C allocator to give both sides their own mapping (so that their pages
+#: line up), as it does from 32 MiB.
+MOVED_SIZE = 40 << 20
+
+
+def test_large_results_moved_rather_than_copied_are_exact_call_after_call(
+        lending_pool: InterpreterPool) -> None:
+    moved = pages_moved()
+    for seed in range(4):
+        assert lending_pool.call(lendtasks.patterned, MOVED_SIZE + seed, seed) == \
+            lendtasks.patterned(MOVED_SIZE + seed, seed)
+    results = list(lending_pool.map(lendtasks.patterned, [MOVED_SIZE] * 2, range(2)))
+    assert results == [lendtasks.patterned(MOVED_SIZE, s) for s in range(2)]
+    assert pages_moved() > moved
+
+
+def test_a_large_result_the_worker_keeps_stays_whole_in_the_worker(
+        lending_pool: InterpreterPool) -> None:
+    """Only a value no one else references may lose its pages to the caller."""
+    sent = lendtasks.patterned(MOVED_SIZE, 3)
+    moved = pages_moved()
+    for _ in range(2):
+        assert lending_pool.call(lendtasks.keep, sent, timeout=60) == sent
+    assert pages_moved() == moved
+    counted = lending_pool.run_everywhere(lendtasks.zeros_in_kept).wait().values()
+    assert set(counted) - {None} == {0}
