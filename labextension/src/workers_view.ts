@@ -52,7 +52,7 @@ function progress(map: IMapProgress): HTMLElement {
     element(
       'div',
       'irpc-workers-map-text',
-      `${map.target}: ${map.done} of ${map.total} items (${Math.round(share * 100)}%), ` +
+      `${shortTarget(map.target)}: ${map.done} of ${map.total} items (${Math.round(share * 100)}%), ` +
         seconds(map.seconds)
     )
   );
@@ -64,20 +64,30 @@ function progress(map: IMapProgress): HTMLElement {
   return node;
 }
 
+/* A notebook's own functions live in __main__: the name alone says it. */
+function shortTarget(target: string): string {
+  return target.startsWith('__main__.') ? target.slice('__main__.'.length) : target;
+}
+
 function row(worker: IWorkerRow): HTMLTableRowElement {
   const tr = element('tr', `irpc-worker irpc-state-${worker.state}`);
   tr.dataset.state = worker.state;
   const running = worker.target !== null && worker.state !== 'idle' && worker.state !== 'dead';
+  const what = worker.state === 'dead' ? (worker.detail ?? '') : (worker.target ?? '');
   const cells = [
     String(worker.index),
     worker.state,
-    worker.state === 'dead' ? (worker.detail ?? '') : (worker.target ?? ''),
+    shortTarget(what),
     worker.item === null ? '' : String(worker.item),
     running ? seconds(worker.seconds) : '',
     String(worker.calls_done)
   ];
   cells.forEach((text, column) => {
     const td = element('td', column === 1 ? 'irpc-worker-state' : '', text);
+    if (column === 2) {
+      td.className = 'irpc-worker-target';
+      td.title = what; // the whole of it, where the column cuts it
+    }
     tr.appendChild(td);
   });
   return tr;
@@ -93,7 +103,7 @@ function table(group: IWorkerGroup): HTMLElement {
   }
   const t = element('table', 'irpc-workers-table');
   const head = element('tr', '');
-  for (const title of ['#', 'state', 'target', 'item', 'running', 'done']) {
+  for (const title of ['#', 'state', 'target', 'item', 'time', 'done']) {
     head.appendChild(element('th', '', title));
   }
   t.appendChild(element('thead', '')).appendChild(head);
