@@ -135,26 +135,39 @@ nl::json workers_feed::message() {
 }
 
 void workers_feed::run() {
-  const auto busy = std::chrono::duration<double>(m_options.busy_refresh_seconds);
-  const auto idle = std::chrono::duration<double>(m_options.idle_heartbeat_seconds);
+  // The board is read every refresh (it costs no GIL and no lock of the
+  // engine's), so a worker that turns busy shows within one; a message goes
+  // out when workers are at work, when anything changed, when the map
+  // changed, and as a heartbeat otherwise.
+  const auto refresh = std::chrono::duration<double>(m_options.busy_refresh_seconds);
+  const auto heartbeat = std::chrono::duration<double>(m_options.idle_heartbeat_seconds);
+  nl::json last;
+  std::optional<std::chrono::steady_clock::time_point> last_sent;
   std::unique_lock lock(m_mutex);
   while (!m_stop) {
-    m_changed = false;
+    const bool map_changed = std::exchange(m_changed, false);
     lock.unlock();
     const nl::json data = message();
     bool working = !data["map"].is_null();
     for (const auto& [state, count] : data["totals"].items()) {
       working = working || (at_work(state) && count.get<int>() > 0);
     }
-    try {
-      m_owner.publish_iopub("comm_msg", m_options.parent_header, nl::json::object(),
-                            {{"comm_id", m_options.comm_id}, {"data", data}}, {});
-    } catch (const std::exception&) {
-      return;  // the kernel is stopping: there is no IOPub any more
+    const auto now = std::chrono::steady_clock::now();
+    const bool due = !last_sent || map_changed || working || data != last ||
+                     now - *last_sent >= heartbeat;
+    if (due) {
+      try {
+        m_owner.publish_iopub("comm_msg", m_options.parent_header, nl::json::object(),
+                              {{"comm_id", m_options.comm_id}, {"data", data}}, {});
+      } catch (const std::exception&) {
+        return;  // the kernel is stopping: there is no IOPub any more
+      }
+      last = data;
+      last_sent = now;
     }
     lock.lock();
-    ++m_sent;
-    m_wake.wait_for(lock, working ? busy : idle, [this] { return m_stop || m_changed; });
+    if (due) ++m_sent;
+    m_wake.wait_for(lock, refresh, [this] { return m_stop || m_changed; });
   }
 }
 

@@ -7,8 +7,9 @@
 // without any GIL, so the panel keeps updating while a cell holds the GIL or
 // blocks the main shell. It writes the message shape of
 // interp_rpc/notebook/workers_status.py (docs/workers-panel.md): every
-// busy_refresh_seconds while a map runs or a worker is busy, every
-// idle_heartbeat_seconds otherwise, and at once when the map changes.
+// busy_refresh_seconds while a map runs or a worker is busy, or anything
+// changed, every idle_heartbeat_seconds otherwise, and at once when the map
+// changes.
 #pragma once
 
 #include <condition_variable>

@@ -34,6 +34,15 @@ def control(kernel: Kernel, msg_type: str, content: dict[str, Any] | None = None
 class Ran:
     reply: Message
     outputs: list[Message]
+    # Each output's place among the panel's messages: how many had come before it.
+    places: list[int] = field(default_factory=list)
+
+    def place_of(self, text: str) -> int:
+        """How many panel messages came before the stream output ``text``."""
+        for msg, place in zip(self.outputs, self.places, strict=True):
+            if msg["msg_type"] == "stream" and text in msg["content"]["text"]:
+                return place
+        raise AssertionError(f"no output {text!r} in {self.outputs}")
 
     @property
     def stderr(self) -> str:
@@ -108,6 +117,7 @@ class Panel:
         ``during(panel)`` is called once the cell's first output arrived."""
         msg_id = self.kernel.send(code)
         outputs: list[Message] = []
+        places: list[int] = []
         deadline = time.monotonic() + timeout
         called = during is None
         while True:
@@ -120,10 +130,11 @@ class Panel:
                 continue
             if msg["msg_type"] != "execute_input":
                 outputs.append(msg)
+                places.append(len(self.received))
                 if not called:
                     called = True
                     during(self)
-        return Ran(self.kernel.reply_to(msg_id, timeout=30), outputs)
+        return Ran(self.kernel.reply_to(msg_id, timeout=30), outputs, places)
 
     def statuses(self, since: float = 0.0) -> list[dict[str, Any]]:
         return [d for t, d in self.received if d.get("type") == "status" and t >= since]
@@ -283,3 +294,30 @@ def test_closing_the_comm_stops_the_updates(each_kernel: Kernel) -> None:
     ran = panel.run("%parallel_map nap [0.5] * 8")
     assert ran.reply["status"] == "ok"
     assert panel.statuses(closed_at) == []
+
+
+# Holds the main GIL for seconds in one C call (sum over a range never
+# reaches the eval loop, where the GIL would be handed over), while a worker
+# of the pool sleeps in its own interpreter.
+HOLD_THE_GIL = """
+from interp_rpc.notebook import current_pool
+running = current_pool().submit(nap, 6.0)
+print("holding the GIL", flush=True)
+sum(range(150_000_000))
+print("released the GIL", flush=True)
+running.result()
+"""
+
+
+def test_our_kernel_sends_updates_while_the_main_thread_holds_the_gil(kernel: Kernel) -> None:
+    setup(kernel, "%parallel_pool -n 1")
+    panel = Panel(kernel)
+    assert panel.open()["type"] == "status"
+    ran = panel.run(HOLD_THE_GIL)
+    assert ran.reply["status"] == "ok", ran.reply
+    start, end = ran.place_of("holding the GIL"), ran.place_of("released the GIL")
+    during = [d for _, d in panel.received[start:end] if d["type"] == "status"]
+    # A Python thread could send nothing while the GIL is held; the kernel's
+    # C++ thread keeps sending, the worker busy.
+    assert len(during) >= 3, [d["totals"] for d in during]
+    assert all(d["totals"]["busy"] + d["totals"]["stuck"] == 1 for d in during)

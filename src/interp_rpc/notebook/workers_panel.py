@@ -4,7 +4,8 @@
 The panel opens a comm on the target; the kernel answers with the pool's
 status (workers_status.py), then keeps sending it: every
 ``BUSY_REFRESH_SECONDS`` while a map runs or a worker is busy, also while a
-cell blocks the main shell, and every ``IDLE_HEARTBEAT_SECONDS`` otherwise.
+cell blocks the main shell; when it changes; and every
+``IDLE_HEARTBEAT_SECONDS`` otherwise.
 Without a pool it says so once, and sends nothing more until one starts.
 
 Who sends the updates:
@@ -29,6 +30,7 @@ from __future__ import annotations
 import signal
 import threading
 from collections.abc import Callable
+from time import monotonic
 from typing import TYPE_CHECKING, Any
 
 from interp_rpc.display import profile_mime
@@ -44,8 +46,12 @@ TARGET = "interp-rpc.workers"
 #: How often the status is sent while workers run (at least twice a second).
 BUSY_REFRESH_SECONDS = live.REFRESH_SECONDS
 
-#: How often it is sent while nothing runs.
+#: How often it is sent while nothing runs and nothing changes.
 IDLE_HEARTBEAT_SECONDS = 5.0
+
+#: How often a pool of other processes (a ProcessPool, a ClusterPool) is
+#: asked for its status while idle, to see a worker turn busy.
+IDLE_POLL_SECONDS = 1.0
 
 #: States of workers at work: the panel is then refreshed often.
 AT_WORK = ("busy", "stuck", "debugging", "starting")
@@ -146,12 +152,13 @@ class PanelFeed:
             self._woken = True
             self._changed.notify_all()
 
-    def _wait(self, seconds: float) -> bool:
-        """Wait ``seconds``, or until woken; returns whether to stop."""
+    def _wait(self, seconds: float) -> tuple[bool, bool]:
+        """Wait ``seconds``, or until woken; returns whether to stop, and
+        whether it was woken (the map changed, or the panel asked)."""
         with self._changed:
             self._changed.wait_for(lambda: self._stopping or self._woken, seconds)
-            self._woken = False
-            return self._stopping
+            woken, self._woken = self._woken, False
+            return self._stopping, woken
 
     def _open_pool(self) -> Pool | None:
         return self._notebook.pool if self._notebook.started else None
@@ -163,6 +170,9 @@ class PanelFeed:
 
     def _run(self) -> None:
         said_no_pool = False
+        last: dict[str, Any] | None = None
+        last_sent = 0.0
+        woken = True  # the first status goes out at once
         while True:
             pool = self._open_pool()
             pause = IDLE_HEARTBEAT_SECONDS
@@ -174,21 +184,33 @@ class PanelFeed:
                         said_no_pool = True
                 elif self._kernel_feed_serves(pool):
                     said_no_pool = False
+                    if woken:  # a refresh asked for, or the map changed: send now
+                        _tell_kernel_feed(self._kernel_feed, current_map.current(),
+                                          self._pool_info(pool))
                 else:
                     said_no_pool = False
                     running = current_map.current()
                     message = workers_status.status_message(
                         self._pool_info(pool), pool.status(), self._notebook.stuck_after,
                         running)
-                    self._send(message)
-                    self.sent += 1
-                    if running is not None or any(message["totals"].get(state)
-                                                  for state in AT_WORK):
-                        pause = BUSY_REFRESH_SECONDS
+                    working = running is not None or any(message["totals"].get(state)
+                                                         for state in AT_WORK)
+                    if (woken or working or message != last
+                            or monotonic() - last_sent >= IDLE_HEARTBEAT_SECONDS):
+                        self._send(message)
+                        self.sent += 1
+                        last, last_sent = message, monotonic()
+                    # A local pool's status is cheap to read: a worker that
+                    # turns busy shows within one refresh. Another pool's is
+                    # a round trip to its processes: read less often when idle.
+                    pause = (BUSY_REFRESH_SECONDS
+                             if working or live.engine_in_this_process(pool)
+                             else IDLE_POLL_SECONDS)
             except Exception as exc:  # the pool failed or closed meanwhile: say so, go on
                 self._send(workers_status.error_message(
                     f"the pool's status failed: {type(exc).__name__}: {exc}"))
-            if self._wait(pause):
+            stopping, woken = self._wait(pause)
+            if stopping:
                 return
 
     # ----------------------------------------------- the kernel's publisher
