@@ -271,3 +271,62 @@ def test_no_error_in_the_browser_console_from_the_panel(watched: Watched) -> Non
     ours = [e["message"] for e in entries
             if e["level"] == "SEVERE" and "interp-rpc" in e["message"]]
     assert not ours, ours
+
+
+def test_open_the_last_profile_shows_it_in_a_tab(watched: Watched) -> None:
+    """The last map's profile (the stopped one), drawn by the profile's
+    renderer in the main area."""
+    browser = watched.browser
+    button = browser.find_element(By.CSS_SELECTOR, f"{PANEL} button.irpc-workers-profile")
+    assert button.is_enabled(), "no profile to open after two maps"
+    button.click()
+    svg = demo.wait(browser, demo.UI_TIMEOUT, lambda b: b.find_elements(
+        By.CSS_SELECTOR, ".irpc-profile-tab .irpc-mime svg.interp-rpc-gantt"),
+        "the profile did not open in a tab")[0]
+    assert svg.find_elements(By.CSS_SELECTOR, "rect[data-item]"), "the timeline has no items"
+    tab = browser.find_element(By.CSS_SELECTOR, ".irpc-profile-tab")
+    tab.screenshot(str(ARTIFACTS / f"{watched.theme}-workers-profile.png"))
+    # Closed: the notebook, which the panel follows, is the current tab again.
+    browser.find_element(
+        By.CSS_SELECTOR, "#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current "
+        ".lm-TabBar-tabCloseIcon").click()
+    demo.wait(browser, demo.UI_TIMEOUT,
+              lambda b: not b.find_elements(By.CSS_SELECTOR, ".irpc-profile-tab"),
+              "the profile's tab did not close")
+
+
+def restart_the_kernel_from_the_menu(browser: WebDriver) -> None:
+    """Kernel > Restart Kernel…, and Restart in the dialog, as a user does."""
+    menus = browser.find_elements(By.CSS_SELECTOR, "#jp-menu-panel .lm-MenuBar-item")
+    kernel = [m for m in menus if m.text.strip() == "Kernel"]
+    assert kernel, f"no Kernel menu in the menu bar: {[m.text for m in menus]}"
+    kernel[0].click()
+    labels: list[str] = []
+
+    def restart_item(b: WebDriver) -> list[Any]:
+        items = b.find_elements(By.CSS_SELECTOR, ".lm-Menu .lm-Menu-item")
+        labels[:] = [demo.js(b, "return (arguments[0].querySelector('.lm-Menu-itemLabel')"
+                                " || {}).textContent || '';", i).strip() for i in items]
+        return [i for i, label in zip(items, labels, strict=True)
+                if re.fullmatch(r"Restart Kernel(…|\.\.\.)?", label)]
+
+    try:
+        item = demo.wait(browser, demo.UI_TIMEOUT, restart_item, "")
+    except TimeoutException:
+        pytest.fail(f"the Kernel menu has no 'Restart Kernel…' item: {labels}")
+    item[0].click()
+    demo.wait(browser, demo.UI_TIMEOUT, lambda b: b.find_elements(
+        By.CSS_SELECTOR, ".jp-Dialog .jp-Dialog-button.jp-mod-accept"),
+        "no dialog asked to confirm the restart")[0].click()
+
+
+def test_the_panel_reconnects_after_a_kernel_restart(watched: Watched) -> None:
+    """Runs last for its theme: the restart ends the pool the others read."""
+    browser = watched.browser
+    restart_the_kernel_from_the_menu(browser)
+    # The new kernel has no pool: the panel, connected again, says so.
+    try:
+        demo.wait(browser, PAGE_TIMEOUT,
+                  lambda b: "No pool" in (s := panel_now(b))["note"] and not s["states"], "")
+    except TimeoutException:
+        pytest.fail(f"the panel did not reconnect after the restart: {panel_now(browser)}")
