@@ -60,11 +60,11 @@ class workers_feed {
   // Stops sending (idempotent); returns how many messages were sent.
   std::uint64_t stop();
 
-  // The status message as it would be sent now (publishing thread, or tests).
-  nlohmann::json message();
-
  private:
   void run();
+  // The status message as it would be sent now (the publishing thread's:
+  // it advances the map's item counter).
+  nlohmann::json message();
 
   const core::live_feed m_feed;
   const workers_feed_options m_options;

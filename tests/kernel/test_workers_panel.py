@@ -321,3 +321,37 @@ def test_our_kernel_sends_updates_while_the_main_thread_holds_the_gil(kernel: Ke
     # C++ thread keeps sending, the worker busy.
     assert len(during) >= 3, [d["totals"] for d in during]
     assert all(d["totals"]["busy"] + d["totals"]["stuck"] == 1 for d in during)
+
+
+def test_a_process_pool_is_asked_for_its_status_and_shows_its_map(each_kernel: Kernel) -> None:
+    """A pool of other processes has no board in this one: a Python thread
+    asks it for its status, in both kernels, in the same shape."""
+    setup(each_kernel, "%parallel_pool -n 2 --processes")
+    panel = Panel(each_kernel)
+    first = panel.open()
+    assert first["type"] == "status", first
+    assert first["pool"]["kind"] == "ProcessPool"
+    started = time.monotonic()
+    ran = panel.run("%parallel_map nap [1.0] * 6")
+    assert ran.reply["status"] == "ok", ran.reply
+    during = [s for s in panel.statuses(started) if s["map"] is not None]
+    assert len(during) >= 3, [s["map"] for s in during]
+    for status in during:
+        assert_status_shape(status)
+    assert any(s["totals"]["busy"] + s["totals"]["stuck"] > 0 for s in during)
+    assert max(s["map"]["done"] for s in during) <= 6
+
+
+def test_unloading_the_extension_closes_the_panels_comm(each_kernel: Kernel) -> None:
+    setup(each_kernel, "%parallel_pool -n 1")
+    panel = Panel(each_kernel)
+    assert panel.open()["type"] == "status"
+    ran = panel.run("%unload_ext interp_rpc")
+    assert ran.reply["status"] == "ok", ran.reply
+    deadline = time.monotonic() + 30
+    while not panel.closed_by_kernel and time.monotonic() < deadline:
+        panel._file(each_kernel.client.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic())))
+    assert panel.closed_by_kernel, "the kernel left the panel's comm open"
+    # Reloaded, it serves a new panel again.
+    assert each_kernel.execute("%load_ext interp_rpc").status == "ok"
+    assert Panel(each_kernel).open()["type"] in ("status", "no_pool")

@@ -28,6 +28,7 @@ main thread, which the kernel handles as it handles an interrupt), and
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from collections.abc import Callable
 from time import monotonic
@@ -87,6 +88,13 @@ class PanelFeed:
         self._comm.on_close(self._on_close)
         current_map.subscribe(self._on_map)
         self._thread.start()
+
+    def close(self) -> None:
+        """Stop sending, and close the comm: the panel says the kernel
+        does not serve it any more (the extension was unloaded)."""
+        self.stop()
+        if not getattr(self._comm, "_closed", False):
+            self._comm.close()
 
     def stop(self) -> None:
         """Stop sending (idempotent); any thread but the feed's own."""
@@ -239,9 +247,7 @@ class PanelFeed:
 
 def _kernel_publisher() -> Any | None:
     """The interp-rpc kernel's module, when it has the C++ workers feed."""
-    import sys
-
-    kernel = sys.modules.get("_interp_rpc_kernel")
+    kernel = sys.modules.get("_interp_rpc_kernel")  # the kernel puts its module there
     return kernel if hasattr(kernel, "start_workers_feed") else None
 
 
@@ -301,7 +307,7 @@ class WorkersPanels:
         with self._lock:
             feeds, self._feeds = list(self._feeds.values()), {}
         for feed in feeds:
-            feed.stop()
+            feed.close()
 
 
 def _comm_manager() -> Any | None:

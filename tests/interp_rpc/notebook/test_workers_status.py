@@ -75,3 +75,12 @@ def test_listeners_hear_a_map_start_and_end() -> None:
     with current_map.running("h", 1, lambda: 0):
         pass
     assert heard == ["g", None]
+
+
+def test_a_worker_in_a_post_mortem_session_shows_as_debugging() -> None:
+    from interp_rpc._pool.engine import _core
+
+    target = f"{_core.DEBUG_SESSION_PREFIX}f"
+    message = workers_status.status_message(POOL, [status(0, "busy", 30.0, target)], 10.0, None)
+    assert message["groups"][0]["workers"][0]["state"] == "debugging"
+    assert message["totals"]["debugging"] == 1 and message["totals"]["stuck"] == 0
