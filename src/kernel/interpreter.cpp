@@ -17,6 +17,7 @@
 #include "kernel/iopub_backlog.hpp"
 #include "kernel/kernel_object.hpp"
 #include "kernel/live_view.hpp"
+#include "kernel/workers_feed.hpp"
 #include "kernel/message_json.hpp"
 
 namespace py = pybind11;
@@ -469,6 +470,7 @@ void interpreter::detach_from_kernel() {
   m_interrupter.stop();
   py::gil_scoped_acquire gil;
   stop_live_views();  // they publish through this interpreter
+  stop_workers_feeds();  // so do they
   if (m_loader) {
     m_loader.attr("join")();  // Python must not finalize in the middle of an import
   }

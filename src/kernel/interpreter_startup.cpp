@@ -16,6 +16,7 @@
 
 #include "kernel/cell_parent.hpp"
 #include "kernel/live_view.hpp"
+#include "kernel/workers_feed.hpp"
 #include "kernel/kernel_object.hpp"
 #include "kernel/message_json.hpp"
 #include "kernel/python_config.hpp"
@@ -78,6 +79,7 @@ void interpreter::prepare_python() {
   bind_stream(m_module);
   bind_comm(m_module);
   bind_live_view(m_module);
+  bind_workers_feed(m_module);
   bind_cell_parent(m_module);
   // Importable, so that interp_rpc's notebook extension finds the kernel's
   // live status publisher (interp_rpc/notebook/live.py).

@@ -57,3 +57,16 @@ def test_the_extension_reads_the_format_the_python_side_writes() -> None:
     source = (REPO / "labextension" / "src" / "data.ts").read_text()
     assert f"export const MIME_TYPE = '{profile_mime.MIME_TYPE}';" in source
     assert f"export const FORMAT_VERSION = {profile_mime.FORMAT_VERSION};" in source
+
+
+def test_the_workers_panel_speaks_the_kernels_protocol() -> None:
+    from interp_rpc.notebook import workers_panel, workers_status
+
+    built = json.loads((installed() / "package.json").read_text())
+    assert built["jupyterlab"]["extension"], "the Workers panel's plugin is not built"
+    source = (REPO / "labextension" / "src" / "workers_protocol.ts").read_text()
+    assert f"export const WORKERS_TARGET = '{workers_panel.TARGET}';" in source
+    assert f"export const PROTOCOL_VERSION = {workers_status.PROTOCOL_VERSION};" in source
+    scripts = "".join(p.read_text(encoding="utf-8")
+                      for p in (installed() / "static").glob("*.js"))
+    assert workers_panel.TARGET in scripts

@@ -30,6 +30,7 @@ from interp_rpc.notebook import (
     status_magic,
 )
 from interp_rpc.notebook.notebook_pool import NotebookPool, Pool
+from interp_rpc.notebook.workers_panel import WorkersPanels
 
 __all__ = ["ParallelMagics", "current_pool", "load_ipython_extension",
            "unload_ipython_extension"]
@@ -42,6 +43,8 @@ class ParallelMagics(Magics):
     def __init__(self, shell: InteractiveShell) -> None:
         super().__init__(shell)
         self.notebook_pool = NotebookPool()
+        # JupyterLab's Workers panel, which shows this pool.
+        self.workers_panels = WorkersPanels(self.notebook_pool)
 
     # IPython finds a magic by the name of the function it marks, which is
     # the name of the attribute here.
@@ -58,6 +61,7 @@ class ParallelMagics(Magics):
         return self.notebook_pool.pool
 
     def close(self) -> None:
+        self.workers_panels.close()
         self.notebook_pool.close()
 
 
@@ -73,7 +77,9 @@ def current_pool() -> Pool:
 def load_ipython_extension(shell: InteractiveShell) -> None:
     # Errors render themselves (their _render_traceback_), so no exception
     # handler of the shell is replaced.
-    shell.register_magics(ParallelMagics(shell))
+    magics = ParallelMagics(shell)
+    shell.register_magics(magics)
+    magics.workers_panels.register()
     # %debug after a RemoteError debugs the worker's frames; IPython's own
     # %debug does everything else, and comes back on unload.
     ipython_debug = shell.find_line_magic("debug")

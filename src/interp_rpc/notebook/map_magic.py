@@ -9,6 +9,7 @@ import contextlib
 import keyword
 import re
 import sys
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +21,14 @@ from interp_rpc._pool import targets as _targets
 from interp_rpc._pool.map import MapRun
 from interp_rpc._pool.pool import InterpreterPool
 from interp_rpc.errors import MISSING, RemoteError
-from interp_rpc.notebook import live, options, polled_view, profile_view, worker_output
+from interp_rpc.notebook import (
+    current_map,
+    live,
+    options,
+    polled_view,
+    profile_view,
+    worker_output,
+)
 
 if TYPE_CHECKING:
     from interp_rpc._pool.contract import MapResults, Pool
@@ -107,11 +115,13 @@ def _map_locally(pool: InterpreterPool, target: Callable[..., Any] | str, items:
     run: MapRun | None = None
     succeeded: int | None = None  # when an item failed
     try:
-        run = MapRun(pool, target, (items,), timeout=args.timeout,
-                     chunksize=args.chunksize, buffersize=None,
-                     on_dispatched=view.start, errors=args.errors,
-                     output=printed.relay.destination)
-        return run.collect()
+        with current_map.running(_targets.describe(target), len(items),
+                                 _item_count(pool, first, len(items)), since=first):
+            run = MapRun(pool, target, (items,), timeout=args.timeout,
+                         chunksize=args.chunksize, buffersize=None,
+                         on_dispatched=view.start, errors=args.errors,
+                         output=printed.relay.destination)
+            return run.collect()
     except RemoteError as failure:
         succeeded = sum(r is not MISSING for r in failure.partial_results or ())
         raise
@@ -139,7 +149,8 @@ def _map_polled(pool: Pool, target: Callable[..., Any] | str, items: list[Any],
                                 chunksize=args.chunksize, buffersize=None,
                                 errors=args.errors, output=printed.relay.destination).results()
         # Closed at once on an error or Ctrl-C: chunks not started are cancelled.
-        with contextlib.closing(received):
+        with contextlib.closing(received), current_map.running(
+                _targets.describe(target), len(items), lambda: len(results)):
             progress.start()
             for value in received:
                 results.append(value)
@@ -205,6 +216,19 @@ def _items(namespace: dict[str, Any], source: str) -> list[Any]:
     except Exception as exc:
         raise UsageError(f"iterating ITEMS {source!r} raised {type(exc).__name__}: "
                          f"{exc}") from None
+
+
+def _item_count(pool: InterpreterPool, since: tuple[int, int], total: int) -> Callable[[], int]:
+    """Items of the map begun at ``since`` done so far, for any thread (the
+    live view counts with a counter of its own)."""
+    counter = pool.map_item_counter(since)
+    lock = threading.Lock()
+
+    def done() -> int:
+        with lock:
+            return min(total, int(counter.update()))
+
+    return done
 
 
 def _report_interrupted(pool: InterpreterPool, run: MapRun | None, total: int) -> None:

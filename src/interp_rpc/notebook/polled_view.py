@@ -42,7 +42,7 @@ WATCH_REFRESH_SECONDS = 0.5
 LATE_ANSWER_SECONDS = 2.0
 
 
-def _process_of(w: WorkerStatus) -> tuple[str, int, str] | None:
+def process_of(w: WorkerStatus) -> tuple[str, int, str] | None:
     """(host, pid, dask worker address) of a cluster worker's process; None
     for a worker that does not say where it lives."""
     index: Any = w.index
@@ -61,10 +61,10 @@ def render(statuses: Iterable[WorkerStatus] | None, stuck_after: float, *, note:
     groups: list[tuple[int, str]] = []
 
     def order(w: WorkerStatus) -> tuple[str, int, int]:
-        where = _process_of(w)
+        where = process_of(w)
         return ("", 0, int(w.index)) if where is None else (where[0], where[1], int(w.index))
 
-    for where, group in groupby(sorted(statuses or (), key=order), key=_process_of):
+    for where, group in groupby(sorted(statuses or (), key=order), key=process_of):
         if where is not None:
             host, pid, address = where
             groups.append((len(rows), f"{host} · process {pid} · dask worker {address}"))

@@ -1,0 +1,332 @@
+"""The Workers panel in JupyterLab's left side bar, in headless Chromium, in
+the light and the dark theme, as a user sees it while a notebook runs.
+
+A notebook (written here) makes a pool of 2 workers that count a call as
+stuck after 1 s, maps a function whose items sleep 3 s (so both workers are
+busy, then stuck), then starts a long map that the panel's stop button must
+end, with the error Ctrl-C gives. The test opens the panel, runs the
+notebook with Run All and watches the panel: busy and stuck rows while the
+first map runs, the stop button while the second runs, every worker idle
+afterwards. The dark theme's panel must be dark, and its text readable.
+
+Artifacts, kept after the run, in build/artifacts/browser-workers/:
+``{theme}-workers-running.png`` (the panel with stuck workers),
+``{theme}-workers-idle.png``, the browser console and the server log.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+webdriver = pytest.importorskip("selenium.webdriver")
+import test_lab_demo as demo  # noqa: E402
+from profile_notebooks import PAGE_TIMEOUT, notebook  # noqa: E402
+from selenium.common.exceptions import TimeoutException  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
+
+ARTIFACTS = demo.REPO / "build" / "artifacts" / "browser-workers"
+THEMES = {"light": "JupyterLab Light", "dark": "JupyterLab Dark"}
+
+#: Items of the map the stop button ends: far longer than the test waits.
+STOPPED_ITEMS = 40
+
+CELLS = [
+    "%parallel_pool -n 2 --stuck-after 1",
+    "def nap(x):\n    import time\n    time.sleep(x)\n    return x",
+    "def doze(x):\n    import time\n    time.sleep(x)\n    return x",
+    "%parallel_map nap [3.0] * 4",
+    f"%parallel_map doze [2.0] * {STOPPED_ITEMS}",
+]
+
+PANEL = "#interp-rpc-workers"
+
+# What the panel shows now, in one script (it is redrawn 4 times a second).
+PANEL_JS = """
+const panel = document.querySelector(arguments[0]);
+if (!panel) return null;
+const rows = Array.from(panel.querySelectorAll('tr.irpc-worker'));
+const map = panel.querySelector('.irpc-workers-map-text');
+const stop = panel.querySelector('button.irpc-workers-stop');
+return {
+  states: rows.map(r => r.dataset.state),
+  rows: rows.map(r => r.innerText),
+  map: map ? map.textContent : '',
+  note: (panel.querySelector('.irpc-workers-note') || {}).textContent || '',
+  stopEnabled: !!stop && !stop.disabled,
+  visible: panel.offsetWidth > 0,
+};"""
+
+pytestmark = demo.pytestmark
+
+
+@dataclass
+class Server:
+    lab: demo.Lab
+
+    def put_setting(self, plugin: str, values: dict[str, Any]) -> None:
+        body = json.dumps({"raw": json.dumps(values)}).encode()
+        request = urllib.request.Request(
+            f"{self.lab.url}/lab/api/settings/{plugin}", data=body, method="PUT",
+            headers={"Authorization": f"token {self.lab.token}",
+                     "Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=10):
+            pass
+
+    def shut_down_kernels(self) -> None:
+        for session in self.lab.api("/api/sessions"):
+            self.lab.api(f"/api/sessions/{session['id']}", method="DELETE")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    shutil.rmtree(ARTIFACTS, ignore_errors=True)
+    ARTIFACTS.mkdir(parents=True)
+    base = tmp_path_factory.mktemp("lab")
+    root = base / "notebooks"
+    root.mkdir()
+    for theme in THEMES:
+        (root / f"workers-{theme}.ipynb").write_text(json.dumps(notebook(CELLS), indent=1))
+    demo.write_lab_settings(base / "settings")
+    lab = demo.start_lab(base, root, ARTIFACTS)
+    try:
+        yield Server(lab)
+    finally:
+        demo.stop_server(lab)
+
+
+def new_browser(tmp_path_factory: pytest.TempPathFactory, name: str) -> WebDriver:
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = demo.CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--window-size=1400,1000",
+                 f"--user-data-dir={tmp_path_factory.mktemp('chromium')}"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    service = Service(demo.CHROMEDRIVER, log_output=str(ARTIFACTS / f"chromedriver-{name}.log"))
+    return webdriver.Chrome(service=service, options=options)
+
+
+@dataclass
+class Watched:
+    """What the panel showed while the notebook ran, in one theme."""
+
+    theme: str
+    browser: WebDriver
+    states_seen: set[str] = field(default_factory=set)
+    busy_rows: list[str] = field(default_factory=list)
+    stuck_rows: list[str] = field(default_factory=list)
+    stop_clicked: bool = False
+    maps_seen: set[str] = field(default_factory=set)
+    after: dict[str, Any] = field(default_factory=dict)
+
+
+def panel_now(browser: WebDriver) -> dict[str, Any]:
+    shown: dict[str, Any] | None = demo.js(browser, PANEL_JS, PANEL)
+    assert shown is not None, "there is no Workers panel in the page"
+    return shown
+
+
+def open_panel(browser: WebDriver) -> None:
+    """Click the panel's tab in the left side bar."""
+    tab = demo.wait(browser, demo.UI_TIMEOUT, lambda b: b.find_elements(
+        By.CSS_SELECTOR, f'.jp-SideBar .lm-TabBar-tab[data-id="{PANEL[1:]}"]'),
+        "the left side bar has no Workers tab")[0]
+    tab.click()
+    demo.wait(browser, demo.UI_TIMEOUT, lambda b: panel_now(b)["visible"],
+              "clicking the Workers tab did not show the panel")
+
+
+def watch_run_all(watched: Watched) -> None:
+    """Run All, watching the panel; click stop once the second map runs."""
+    browser = watched.browser
+    demo.click_run_all(browser)
+    observed = demo.RunAll()
+
+    def finished(b: WebDriver) -> bool:
+        shown = panel_now(b)
+        watched.states_seen.update(shown["states"])
+        rows = list(zip(shown["rows"], shown["states"], strict=True))
+        watched.busy_rows += [r for r, s in rows if s == "busy"]
+        stuck = [r for r, s in rows if s == "stuck"]
+        if stuck and not watched.stuck_rows:
+            b.find_element(By.CSS_SELECTOR, PANEL).screenshot(
+                str(ARTIFACTS / f"{watched.theme}-workers-running.png"))
+        watched.stuck_rows += stuck
+        if shown["map"]:
+            watched.maps_seen.add(shown["map"].split(":")[0])
+        if "doze" in shown["map"] and shown["stopEnabled"] and not watched.stop_clicked:
+            b.find_element(By.CSS_SELECTOR, f"{PANEL} button.irpc-workers-stop").click()
+            watched.stop_clicked = True
+        observed.prompts = demo.js(b, demo.PROMPTS_JS, demo.CODE_CELLS)
+        return (len(observed.prompts) == len(CELLS) + (demo.KERNEL != "interp-rpc")
+                and all(demo.EXECUTED_PROMPT.fullmatch(p) for p in observed.prompts)
+                and demo.js(b, demo.KERNEL_STATUS_JS, demo.NOTEBOOK) == "idle")
+
+    try:
+        # The stopped map would run 40 s on its own: the wait ends well before.
+        demo.wait(browser, demo.RUN_ALL_TIMEOUT, finished, "")
+    except TimeoutException:
+        pytest.fail(f"Run All did not finish; prompts {observed.prompts}, panel "
+                    f"{panel_now(browser)}")
+
+
+@pytest.fixture(scope="module", params=list(THEMES))
+def watched(request: pytest.FixtureRequest, server: Server,
+            tmp_path_factory: pytest.TempPathFactory) -> Iterator[Watched]:
+    theme = request.param
+    server.shut_down_kernels()
+    server.put_setting("@jupyterlab/apputils-extension:themes", {"theme": THEMES[theme]})
+    browser = new_browser(tmp_path_factory, theme)
+    result = Watched(theme, browser)
+    try:
+        lab = server.lab
+        path = f"workers-{theme}.ipynb"
+        browser.get(f"{lab.url}/lab/workspaces/{theme}/tree/{path}?token={lab.token}")
+        demo.wait(browser, PAGE_TIMEOUT,
+                  lambda b: b.find_elements(By.CSS_SELECTOR, demo.CODE_CELLS)
+                  and demo.js(b, demo.KERNEL_STATUS_JS, demo.NOTEBOOK) == "idle",
+                  f"{path} and its kernel did not become ready")
+        open_panel(browser)
+        watch_run_all(result)
+        # Afterwards: the map's end is sent at once, else the next heartbeat.
+        demo.wait(browser, 30, lambda b: (s := panel_now(b))["states"]
+                  and set(s["states"]) == {"idle"} and not s["map"],
+                  "the panel did not show every worker idle after the maps")
+        result.after = panel_now(browser)
+        browser.find_element(By.CSS_SELECTOR, PANEL).screenshot(
+            str(ARTIFACTS / f"{theme}-workers-idle.png"))
+        yield result
+    except BaseException:
+        browser.save_screenshot(str(ARTIFACTS / f"{theme}-failure.png"))
+        raise
+    finally:
+        try:
+            entries = browser.get_log("browser")
+            (ARTIFACTS / f"browser-console-{theme}.log").write_text(
+                "".join(f"{e['level']} {e['message']}\n" for e in entries))
+        finally:
+            browser.quit()
+
+
+def test_the_panel_shows_busy_and_stuck_workers_while_a_long_map_runs(
+        watched: Watched) -> None:
+    assert {"busy", "stuck"} <= watched.states_seen, watched.states_seen
+    # Both maps' items outlast the stuck threshold: either map's rows turn stuck.
+    assert any("nap" in row for row in watched.stuck_rows), watched.stuck_rows[:4]
+    assert all("nap" in row or "doze" in row for row in watched.stuck_rows + watched.busy_rows)
+    assert any("nap" in m for m in watched.maps_seen), watched.maps_seen
+
+
+def test_the_panel_shows_every_worker_idle_afterwards(watched: Watched) -> None:
+    assert watched.after["states"] == ["idle", "idle"], watched.after
+    assert not watched.after["stopEnabled"]
+
+
+def test_the_stop_button_ends_the_map_as_ctrl_c_does(watched: Watched) -> None:
+    assert watched.stop_clicked, "the stop button was never enabled while the map ran"
+    cell = demo.cell_containing(watched.browser, "%parallel_map doze")
+    errors = " ".join(e.text for e in demo.outputs(cell, "") if e.text)
+    assert "KeyboardInterrupt" in errors, errors[-500:]
+    assert re.search(rf"Interrupted: \d+ of {STOPPED_ITEMS} items", errors), errors[-500:]
+
+
+# Colours of the panel: [background, text] as rgb() strings.
+COLOURS_JS = """
+const panel = document.querySelector(arguments[0]);
+const cell = panel.querySelector('tr.irpc-worker td');
+return [getComputedStyle(panel).backgroundColor, getComputedStyle(cell).color];"""
+
+
+def luminance(rgb: str) -> float:
+    values = [float(v) / 255 for v in re.findall(r"[\d.]+", rgb)[:3]]
+    linear = [v / 12.92 if v <= 0.03928 else ((v + 0.055) / 1.055) ** 2.4 for v in values]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def test_the_panel_follows_the_theme_and_its_text_is_readable(watched: Watched) -> None:
+    background, text = demo.js(watched.browser, COLOURS_JS, PANEL)
+    back, fore = luminance(background), luminance(text)
+    if watched.theme == "dark":
+        assert back < 0.1, f"the dark theme's panel is light: {background}"
+    else:
+        assert back > 0.8, f"the light theme's panel is dark: {background}"
+    high, low = max(back, fore), min(back, fore)
+    assert (high + 0.05) / (low + 0.05) >= demo.WCAG_AA, (background, text)
+
+
+def test_no_error_in_the_browser_console_from_the_panel(watched: Watched) -> None:
+    entries = watched.browser.get_log("browser")
+    ours = [e["message"] for e in entries
+            if e["level"] == "SEVERE" and "interp-rpc" in e["message"]]
+    assert not ours, ours
+
+
+def test_open_the_last_profile_shows_it_in_a_tab(watched: Watched) -> None:
+    """The last map's profile (the stopped one), drawn by the profile's
+    renderer in the main area."""
+    browser = watched.browser
+    button = browser.find_element(By.CSS_SELECTOR, f"{PANEL} button.irpc-workers-profile")
+    assert button.is_enabled(), "no profile to open after two maps"
+    button.click()
+    svg = demo.wait(browser, demo.UI_TIMEOUT, lambda b: b.find_elements(
+        By.CSS_SELECTOR, ".irpc-profile-tab .irpc-mime svg.interp-rpc-gantt"),
+        "the profile did not open in a tab")[0]
+    assert svg.find_elements(By.CSS_SELECTOR, "rect[data-item]"), "the timeline has no items"
+    tab = browser.find_element(By.CSS_SELECTOR, ".irpc-profile-tab")
+    tab.screenshot(str(ARTIFACTS / f"{watched.theme}-workers-profile.png"))
+    # Closed: the notebook, which the panel follows, is the current tab again.
+    browser.find_element(
+        By.CSS_SELECTOR, "#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current "
+        ".lm-TabBar-tabCloseIcon").click()
+    demo.wait(browser, demo.UI_TIMEOUT,
+              lambda b: not b.find_elements(By.CSS_SELECTOR, ".irpc-profile-tab"),
+              "the profile's tab did not close")
+
+
+def restart_the_kernel_from_the_menu(browser: WebDriver) -> None:
+    """Kernel > Restart Kernel…, and Restart in the dialog, as a user does."""
+    menus = browser.find_elements(By.CSS_SELECTOR, "#jp-menu-panel .lm-MenuBar-item")
+    kernel = [m for m in menus if m.text.strip() == "Kernel"]
+    assert kernel, f"no Kernel menu in the menu bar: {[m.text for m in menus]}"
+    kernel[0].click()
+    labels: list[str] = []
+
+    def restart_item(b: WebDriver) -> list[Any]:
+        items = b.find_elements(By.CSS_SELECTOR, ".lm-Menu .lm-Menu-item")
+        labels[:] = [demo.js(b, "return (arguments[0].querySelector('.lm-Menu-itemLabel')"
+                                " || {}).textContent || '';", i).strip() for i in items]
+        return [i for i, label in zip(items, labels, strict=True)
+                if re.fullmatch(r"Restart Kernel(…|\.\.\.)?", label)]
+
+    try:
+        item = demo.wait(browser, demo.UI_TIMEOUT, restart_item, "")
+    except TimeoutException:
+        pytest.fail(f"the Kernel menu has no 'Restart Kernel…' item: {labels}")
+    item[0].click()
+    demo.wait(browser, demo.UI_TIMEOUT, lambda b: b.find_elements(
+        By.CSS_SELECTOR, ".jp-Dialog .jp-Dialog-button.jp-mod-accept"),
+        "no dialog asked to confirm the restart")[0].click()
+
+
+def test_the_panel_reconnects_after_a_kernel_restart(watched: Watched) -> None:
+    """Runs last for its theme: the restart ends the pool the others read."""
+    browser = watched.browser
+    restart_the_kernel_from_the_menu(browser)
+    # The new kernel has no pool: the panel, connected again, says so.
+    try:
+        demo.wait(browser, PAGE_TIMEOUT,
+                  lambda b: "No pool" in (s := panel_now(b))["note"] and not s["states"], "")
+    except TimeoutException:
+        pytest.fail(f"the panel did not reconnect after the restart: {panel_now(browser)}")
