@@ -31,7 +31,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +39,7 @@ import pytest
 
 webdriver = pytest.importorskip("selenium.webdriver")
 import test_lab_demo as demo  # noqa: E402
+from lab_session import Server, new_browser  # noqa: E402
 from profile_notebooks import (  # noqa: E402
     CELLS,
     FAILING_ITEM,
@@ -66,24 +66,6 @@ THEMES = {"light": "JupyterLab Light", "dark": "JupyterLab Dark"}
 pytestmark = demo.pytestmark
 
 
-@dataclass
-class Server:
-    lab: demo.Lab
-
-    def put_setting(self, plugin: str, values: dict[str, Any]) -> None:
-        body = json.dumps({"raw": json.dumps(values)}).encode()
-        request = urllib.request.Request(
-            f"{self.lab.url}/lab/api/settings/{plugin}", data=body, method="PUT",
-            headers={"Authorization": f"token {self.lab.token}",
-                     "Content-Type": "application/json"})
-        with urllib.request.urlopen(request, timeout=10):
-            pass
-
-    def shut_down_kernels(self) -> None:
-        for session in self.lab.api("/api/sessions"):
-            self.lab.api(f"/api/sessions/{session['id']}", method="DELETE")
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     shutil.rmtree(ARTIFACTS, ignore_errors=True)
@@ -103,21 +85,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         yield Server(lab)
     finally:
         demo.stop_server(lab)
-
-
-def new_browser(tmp_path_factory: pytest.TempPathFactory, name: str) -> WebDriver:
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = demo.CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--window-size=1400,1000",
-                 f"--user-data-dir={tmp_path_factory.mktemp('chromium')}"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    service = Service(demo.CHROMEDRIVER, log_output=str(ARTIFACTS / f"chromedriver-{name}.log"))
-    return webdriver.Chrome(service=service, options=options)
 
 
 def save_console(browser: WebDriver, name: str, earlier: list[str] | None = None) -> list[str]:
@@ -159,7 +126,7 @@ def page(request: pytest.FixtureRequest, server: Server,
     theme = request.param
     server.shut_down_kernels()  # the other theme's kernel and pool: not needed any more
     server.put_setting("@jupyterlab/apputils-extension:themes", {"theme": THEMES[theme]})
-    browser = new_browser(tmp_path_factory, theme)
+    browser = new_browser(tmp_path_factory, ARTIFACTS, theme)
     result = Page(theme, browser, [])
     try:
         open_and_wait_idle(browser, server, f"profile-{theme}.ipynb")

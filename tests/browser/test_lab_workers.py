@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +27,7 @@ import pytest
 
 webdriver = pytest.importorskip("selenium.webdriver")
 import test_lab_demo as demo  # noqa: E402
+from lab_session import Server, new_browser  # noqa: E402
 from profile_notebooks import PAGE_TIMEOUT, notebook  # noqa: E402
 from selenium.common.exceptions import TimeoutException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
@@ -68,24 +68,6 @@ return {
 pytestmark = demo.pytestmark
 
 
-@dataclass
-class Server:
-    lab: demo.Lab
-
-    def put_setting(self, plugin: str, values: dict[str, Any]) -> None:
-        body = json.dumps({"raw": json.dumps(values)}).encode()
-        request = urllib.request.Request(
-            f"{self.lab.url}/lab/api/settings/{plugin}", data=body, method="PUT",
-            headers={"Authorization": f"token {self.lab.token}",
-                     "Content-Type": "application/json"})
-        with urllib.request.urlopen(request, timeout=10):
-            pass
-
-    def shut_down_kernels(self) -> None:
-        for session in self.lab.api("/api/sessions"):
-            self.lab.api(f"/api/sessions/{session['id']}", method="DELETE")
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     shutil.rmtree(ARTIFACTS, ignore_errors=True)
@@ -101,21 +83,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         yield Server(lab)
     finally:
         demo.stop_server(lab)
-
-
-def new_browser(tmp_path_factory: pytest.TempPathFactory, name: str) -> WebDriver:
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = demo.CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--window-size=1400,1000",
-                 f"--user-data-dir={tmp_path_factory.mktemp('chromium')}"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    service = Service(demo.CHROMEDRIVER, log_output=str(ARTIFACTS / f"chromedriver-{name}.log"))
-    return webdriver.Chrome(service=service, options=options)
 
 
 @dataclass
@@ -188,7 +155,7 @@ def watched(request: pytest.FixtureRequest, server: Server,
     theme = request.param
     server.shut_down_kernels()
     server.put_setting("@jupyterlab/apputils-extension:themes", {"theme": THEMES[theme]})
-    browser = new_browser(tmp_path_factory, theme)
+    browser = new_browser(tmp_path_factory, ARTIFACTS, theme)
     result = Watched(theme, browser)
     try:
         lab = server.lab

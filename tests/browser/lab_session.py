@@ -1,0 +1,51 @@
+"""What the JupyterLab browser tests share: the running server's handle, and
+a headless Chromium that keeps its console log."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+webdriver = pytest.importorskip("selenium.webdriver")
+import test_lab_demo as demo  # noqa: E402
+from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
+
+
+@dataclass
+class Server:
+    lab: demo.Lab
+
+    def put_setting(self, plugin: str, values: dict[str, Any]) -> None:
+        body = json.dumps({"raw": json.dumps(values)}).encode()
+        request = urllib.request.Request(
+            f"{self.lab.url}/lab/api/settings/{plugin}", data=body, method="PUT",
+            headers={"Authorization": f"token {self.lab.token}",
+                     "Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=10):
+            pass
+
+    def shut_down_kernels(self) -> None:
+        for session in self.lab.api("/api/sessions"):
+            self.lab.api(f"/api/sessions/{session['id']}", method="DELETE")
+
+
+def new_browser(tmp_path_factory: pytest.TempPathFactory, artifacts: Path,
+                name: str) -> WebDriver:
+    """Headless Chromium, its chromedriver log in ``artifacts``."""
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = demo.CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--window-size=1400,1000",
+                 f"--user-data-dir={tmp_path_factory.mktemp('chromium')}"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    service = Service(demo.CHROMEDRIVER, log_output=str(artifacts / f"chromedriver-{name}.log"))
+    return webdriver.Chrome(service=service, options=options)
