@@ -128,9 +128,12 @@ def pack_arguments(args: tuple[Any, ...], kwargs: dict[str, Any], pack: Packer,
             return args, kwargs
         if id(value) not in columns:
             column = packed(value, pack, beside)
-            if column is None:
-                return args, kwargs
-            columns[id(value)] = column
+            if column is not None:
+                columns[id(value)] = column
+            elif len(value) >= MIN_ITEMS or not _ATOMS.issuperset(map(type, value)):
+                return args, kwargs  # it might hold one of the others
+    if not columns:
+        return args, kwargs
     return (tuple(columns.get(id(a), a) for a in args),
             {k: columns.get(id(v), v) for k, v in kwargs.items()})
 

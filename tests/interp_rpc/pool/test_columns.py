@@ -163,6 +163,11 @@ def test_requests_pack_map_items_and_list_arguments() -> None:
     # Beside a container that could also hold it, a list is pickled as is.
     call = encode_call(columntasks.holds_same_object, (items, {"a": items}), {})
     assert not refers_to_tolist(call.data)
+    call = encode_call(columntasks.first_is, (items, [items]), {})
+    assert not refers_to_tolist(call.data)
+    # A short list of scalars beside it holds nothing else.
+    call = encode_call(columntasks.first_is, (items, [1, "two"]), {})
+    assert refers_to_tolist(call.data)
 
 
 def test_a_large_column_goes_beside_the_request_not_into_it() -> None:
@@ -224,6 +229,7 @@ def test_a_list_passed_twice_is_one_object_in_the_worker(column_pool: Interprete
     assert column_pool.call(columntasks.same_object, items, items) is True
     assert column_pool.call(columntasks.same_object, items, list(items)) is False
     assert column_pool.call(columntasks.holds_same_object, items, {"a": items}) is True
+    assert column_pool.call(columntasks.first_is, items, [items]) is True
     assert column_pool.call(columntasks.kinds, items, b=tuple(items)) == ("list", "tuple")
 
 
