@@ -47,12 +47,12 @@ def encode_call(target: object, args: tuple[Any, ...], kwargs: dict[str, Any], *
         check_open(name)
     submitted = _core.monotonic_ns()
     beside = wire.OUT_OF_BAND_THRESHOLD
-    if mode == "call":
+    packed_args, packed_kwargs = args, kwargs
+    if mode != "call":
+        packed_args = (columns.pack_items(args[0], _core.pack_column, beside), *args[1:])
+    elif kwargs or not columns.SEQUENCES.isdisjoint(map(type, args)):  # else: nothing to pack
         packed_args, packed_kwargs = columns.pack_arguments(args, kwargs, _core.pack_column,
                                                             beside)
-    else:
-        packed_args = (columns.pack_items(args[0], _core.pack_column, beside), *args[1:])
-        packed_kwargs = kwargs
     try:
         data, buffers = wire.encode_request(spec, mode, packed_args, packed_kwargs)
     except Exception:

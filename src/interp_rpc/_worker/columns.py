@@ -42,7 +42,8 @@ MAX_ITEM = 64 * 1024
 INT64, FLOAT64, STR, BYTES = 0, 1, 2, 3
 _TYPECODES = {INT64: "q", FLOAT64: "d"}
 
-_SEQUENCES = frozenset((list, tuple))
+#: What may pack; a call with no argument of these types has nothing to pack.
+SEQUENCES = frozenset((list, tuple))
 #: Top-level values that hold no other object: beside them, a packed list
 #: cannot also be reachable from inside another argument.
 _ATOMS = frozenset((type(None), bool, int, float, complex, str, bytes))
@@ -117,14 +118,14 @@ def pack_arguments(args: tuple[Any, ...], kwargs: dict[str, Any], pack: Packer,
     list passed twice is packed once (pickle's memo then makes it one
     object again). ``beside``: see packed()."""
     values = (*args, *kwargs.values()) if kwargs else args
-    if _SEQUENCES.isdisjoint(map(type, values)):  # the common case: costs one pass
+    if SEQUENCES.isdisjoint(map(type, values)):  # the common case: costs one pass
         return args, kwargs
     columns: dict[int, Column] = {}
     for value in values:
         kind = type(value)
         if kind in _ATOMS:
             continue
-        if kind not in _SEQUENCES:
+        if kind not in SEQUENCES:
             return args, kwargs
         if id(value) not in columns:
             column = packed(value, pack, beside)
@@ -151,7 +152,7 @@ def pack_result(result: Any, mode: str, pack: Packer) -> Any:
     """A worker's result (a call's return value, or a chunk's
     ``(values, *rest)``) with a list or tuple of scalars packed."""
     if mode == "call":
-        if type(result) in _SEQUENCES:
+        if type(result) in SEQUENCES:
             return packed(result, pack) or result
         return result
     column = packed(result[0], pack)

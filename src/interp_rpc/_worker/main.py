@@ -81,8 +81,7 @@ def _packed(result: Any, mode: str) -> Any:
     """A result (a call's, or a chunk's ``(values, *rest)``) whose list or
     tuple of scalars crosses as one column (columns.py)."""
     global _columns_module
-    values = result if mode == "call" else result[0]
-    if _pack_column is None or (type(values) is not list and type(values) is not tuple):
+    if _pack_column is None:
         return result
     if _columns_module is None:
         _columns_module = _load_sibling("columns.py", "_interp_rpc_columns")
@@ -441,10 +440,12 @@ def execute(request: memoryview, buffers: list[memoryview]) -> Reply:
         result = result[0], -1, wire.dumps(failures), *result[3:]
     finished = time.perf_counter_ns()
     if result_out_of_band is None:  # a subinterpreter: it packs, and lends what is large
-        try:
-            result = _packed(result, mode)
-        except MemoryError as exc:
-            return wire.RAISED, wire.dumps(wire.describe_exception(exc)), loaded - started, 0
+        values = result if mode == "call" else result[0]
+        if type(values) is list or type(values) is tuple:  # inline: a tiny call pays no call
+            try:
+                result = _packed(result, mode)
+            except MemoryError as exc:
+                return wire.RAISED, wire.dumps(wire.describe_exception(exc)), loaded - started, 0
         if (lending := _lending(result, mode)) is not None:
             return (wire.RETURNED, lending[0], loaded - started,
                     time.perf_counter_ns() - finished, lending[1])
