@@ -20,7 +20,14 @@ from interp_rpc._pool import targets as _targets
 from interp_rpc._pool.map import MapRun
 from interp_rpc._pool.pool import InterpreterPool
 from interp_rpc.errors import MISSING, RemoteError
-from interp_rpc.notebook import live, options, polled_view, profile_view, worker_output
+from interp_rpc.notebook import (
+    live,
+    options,
+    polled_view,
+    profile_view,
+    running_maps,
+    worker_output,
+)
 
 if TYPE_CHECKING:
     from interp_rpc._pool.contract import MapResults, Pool
@@ -111,7 +118,10 @@ def _map_locally(pool: InterpreterPool, target: Callable[..., Any] | str, items:
                      chunksize=args.chunksize, buffersize=None,
                      on_dispatched=view.start, errors=args.errors,
                      output=printed.relay.destination)
-        return run.collect()
+        started = run
+        with running_maps.running(_targets.describe(target), len(items),
+                                  lambda: started.finished_items, started.request_stop):
+            return run.collect()
     except RemoteError as failure:
         succeeded = sum(r is not MISSING for r in failure.partial_results or ())
         raise
@@ -139,7 +149,9 @@ def _map_polled(pool: Pool, target: Callable[..., Any] | str, items: list[Any],
                                 chunksize=args.chunksize, buffersize=None,
                                 errors=args.errors, output=printed.relay.destination).results()
         # Closed at once on an error or Ctrl-C: chunks not started are cancelled.
-        with contextlib.closing(received):
+        # Its results are read here only, so no other thread can stop it.
+        with contextlib.closing(received), running_maps.running(
+                _targets.describe(target), len(items), lambda: len(results), stop=None):
             progress.start()
             for value in received:
                 results.append(value)
