@@ -116,6 +116,41 @@ def check(traffic: Traffic, cells: list[Cell]) -> collections.Counter[str]:
     return outcomes
 
 
+def describe(traffic: Traffic, cell: Cell) -> str:
+    reply = traffic.replies.get(cell.request.msg_id, {}).get("content")
+    seen = [m["msg_type"] if m["msg_type"] != "status"
+            else m["content"]["execution_state"]
+            for m in traffic.iopub.get(cell.request.msg_id, [])]
+    return (f"{cell.token} {cell.kind} on {cell.shell}, sent "
+            f"{time.monotonic() - cell.request.sent_at:.0f} s ago: reply {reply}, iopub {seen}")
+
+
+# Run in a new subshell when a request hangs: every thread's Python stack.
+STACKS = """
+import sys, threading, traceback
+names = {t.ident: t.name for t in threading.enumerate()}
+for ident, frame in sys._current_frames().items():
+    print(f"--- thread {ident} {names.get(ident, '?')}")
+    print("".join(traceback.format_stack(frame)))
+"""
+
+
+def diagnose(traffic: Traffic, cells: list[Cell], hung: list[Cell]) -> str:
+    """What the hung requests got, the last cells of each shell, and the
+    kernel's Python stacks (asked of a new subshell)."""
+    lines = ["hung:", *(describe(traffic, c) for c in hung), "last cells of each shell:"]
+    for shell in dict.fromkeys(c.shell for c in cells):
+        lines += [describe(traffic, c) for c in cells if c.shell == shell][-4:]
+    try:
+        probe = traffic.execute(STACKS, create_subshell(traffic.kernel))
+        lines += ["stacks:", "".join(m["content"]["text"] for m in
+                                     traffic.done(probe, timeout=30)
+                                     if m["msg_type"] == "stream")]
+    except Exception as exc:  # the probe may hang as well: say so, keep the rest
+        lines.append(f"no stacks: {exc!r}")
+    return "\n".join(lines)
+
+
 @pytest.mark.timeout(SECONDS + 600)
 def test_random_cells_on_three_shells_with_interrupts(kernel: Kernel) -> None:
     seed = int(os.environ.get("INTERP_RPC_SUBSHELL_CHAOS_SEED", random.randrange(2**32)))
@@ -152,12 +187,18 @@ def test_random_cells_on_three_shells_with_interrupts(kernel: Kernel) -> None:
             interrupts += 1
             next_interrupt = time.monotonic() + chance.uniform(*INTERRUPT_EVERY)
         traffic.pump(0.02)
-        oldest = min((c.request.sent_at for c in cells if not finished(traffic, c.request)),
-                     default=time.monotonic())
-        assert time.monotonic() - oldest < HANG_SECONDS, (
-            f"a request went unanswered for {HANG_SECONDS:g} s (seed {seed})")
+        hung = [c for c in cells if not finished(traffic, c.request)
+                and time.monotonic() - c.request.sent_at > HANG_SECONDS]
+        if hung:
+            pytest.fail(f"seed {seed}: unanswered for {HANG_SECONDS:g} s:\n"
+                        f"{diagnose(traffic, cells, hung)}")
     for cell in cells:
-        traffic.done(cell.request, timeout=HANG_SECONDS)
+        if not finished(traffic, cell.request):
+            try:
+                traffic.done(cell.request, timeout=HANG_SECONDS)
+            except AssertionError:
+                pytest.fail(f"seed {seed}: unanswered after the end:\n"
+                            f"{diagnose(traffic, cells, [cell])}")
     traffic.pump(1.0)  # output of threads that outlived their cell
     outcomes = check(traffic, cells)
     print(f"{len(cells)} cells, {interrupts} interrupts:")

@@ -118,7 +118,7 @@ def _map_locally(pool: InterpreterPool, target: Callable[..., Any] | str, items:
                      chunksize=args.chunksize, buffersize=None,
                      on_dispatched=view.start, errors=args.errors,
                      output=printed.relay.destination)
-        started = run
+        started = run  # not Optional: the lambda below may run in another thread
         with running_maps.running(_targets.describe(target), len(items),
                                   lambda: started.finished_items, started.request_stop):
             return run.collect()
