@@ -13,9 +13,13 @@ import collections
 import os
 import random
 import re
+import shutil
+import signal
+import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from conftest import Kernel, Message
@@ -44,9 +48,10 @@ CELLS: dict[str, Callable[[str], str]] = {
     "display": lambda t: ("from IPython.display import display\n"
                           f"display({{'text/plain': {t!r}}}, raw=True)"),
     "error": lambda t: f"print({t!r})\nraise ValueError('chaos')",
+    # A name of its own: the shells share the namespace.
     "thread": lambda t: ("import threading\n"
-                         f"worker = threading.Thread(target=print, args=({t!r},))\n"
-                         "worker.start()\nworker.join()"),
+                         f"{t.replace('-', '_')} = threading.Thread(target=print, args=({t!r},))\n"
+                         f"{t.replace('-', '_')}.start()\n{t.replace('-', '_')}.join()"),
     "map": lambda t: f"%parallel_map --chunksize 1 chaos_echo [{t!r}]",
     "status": lambda t: "%parallel_status --watch 0",
     "stop": lambda t: "%parallel_stop --timeout 5",
@@ -135,29 +140,58 @@ for ident, frame in sys._current_frames().items():
 """
 
 
-def diagnose(traffic: Traffic, cells: list[Cell], hung: list[Cell]) -> str:
+# Run first: on SIGUSR1, the kernel writes every thread's Python stack to
+# a file, without needing the GIL (for a hang where no cell can run).
+DUMP_STACKS_ON_SIGUSR1 = """
+import faulthandler, signal
+_chaos_stacks = open({path!r}, "w")
+faulthandler.register(signal.SIGUSR1, file=_chaos_stacks, all_threads=True)
+"""
+
+
+def native_stacks(kernel: Kernel, stacks: Path) -> str:
+    """The kernel's Python stacks (faulthandler) and its threads' native
+    ones (gdb, if there is one), for a hang."""
+    provisioner = kernel.manager.provisioner
+    assert provisioner is not None
+    pid = provisioner.process.pid  # type: ignore[attr-defined]
+    os.kill(pid, signal.SIGUSR1)
+    time.sleep(1)
+    found = [f"python stacks (faulthandler):\n{stacks.read_text()}"]
+    if shutil.which("gdb"):
+        gdb = subprocess.run(["gdb", "-p", str(pid), "-batch", "-ex", "thread apply all bt"],
+                             capture_output=True, text=True, timeout=120, check=False)
+        found.append(f"native stacks (gdb):\n{gdb.stdout}")
+    return "\n".join(found)
+
+
+def diagnose(traffic: Traffic, cells: list[Cell], hung: list[Cell], stacks: Path) -> str:
     """What the hung requests got, the last cells of each shell, and the
-    kernel's Python stacks (asked of a new subshell)."""
+    kernel's stacks (also written to stacks.parent / "hang.txt")."""
     lines = ["hung:", *(describe(traffic, c) for c in hung), "last cells of each shell:"]
     for shell in dict.fromkeys(c.shell for c in cells):
         lines += [describe(traffic, c) for c in cells if c.shell == shell][-4:]
+    lines.append(native_stacks(traffic.kernel, stacks))
     try:
         probe = traffic.execute(STACKS, create_subshell(traffic.kernel))
         lines += ["stacks:", "".join(m["content"]["text"] for m in
                                      traffic.done(probe, timeout=30)
                                      if m["msg_type"] == "stream")]
     except Exception as exc:  # the probe may hang as well: say so, keep the rest
-        lines.append(f"no stacks: {exc!r}")
-    return "\n".join(lines)
+        lines.append(f"no stacks from a new subshell: {exc!r}")
+    report = "\n".join(lines)
+    (stacks.parent / "hang.txt").write_text(report)
+    return report
 
 
 @pytest.mark.timeout(SECONDS + 600)
-def test_random_cells_on_three_shells_with_interrupts(kernel: Kernel) -> None:
+def test_random_cells_on_three_shells_with_interrupts(kernel: Kernel, tmp_path: Path) -> None:
     seed = int(os.environ.get("INTERP_RPC_SUBSHELL_CHAOS_SEED", random.randrange(2**32)))
     print(f"seed {seed}, {SECONDS:g} s")
     chance = random.Random(seed)
     traffic = Traffic(kernel)
-    for code in SETUP:
+    stacks = tmp_path / "stacks.txt"
+    for code in (DUMP_STACKS_ON_SIGUSR1.format(path=str(stacks)), *SETUP):
         request = traffic.execute(code)
         traffic.done(request, timeout=120)
         assert traffic.replies[request.msg_id]["content"]["status"] == "ok", code
@@ -191,14 +225,14 @@ def test_random_cells_on_three_shells_with_interrupts(kernel: Kernel) -> None:
                 and time.monotonic() - c.request.sent_at > HANG_SECONDS]
         if hung:
             pytest.fail(f"seed {seed}: unanswered for {HANG_SECONDS:g} s:\n"
-                        f"{diagnose(traffic, cells, hung)}")
+                        f"{diagnose(traffic, cells, hung, stacks)}")
     for cell in cells:
         if not finished(traffic, cell.request):
             try:
                 traffic.done(cell.request, timeout=HANG_SECONDS)
             except AssertionError:
                 pytest.fail(f"seed {seed}: unanswered after the end:\n"
-                            f"{diagnose(traffic, cells, [cell])}")
+                            f"{diagnose(traffic, cells, [cell], stacks)}")
     traffic.pump(1.0)  # output of threads that outlived their cell
     outcomes = check(traffic, cells)
     print(f"{len(cells)} cells, {interrupts} interrupts:")
