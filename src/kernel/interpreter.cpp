@@ -330,6 +330,11 @@ void interpreter::begin_request(const xeus::xmessage& request) {
                       {"content", field(request.content())},
                       {"buffers", nl::json::array()}};
   if (!on_main_thread()) {
+    if (message["msg_type"] == "execute_request") {
+      // Other threads' parent, as their output's (set_request_context).
+      std::lock_guard lock(m_execute_message_mutex);
+      m_execute_message = message;
+    }
     t_subshell_request = std::move(message);
     return;
   }
@@ -419,9 +424,11 @@ py::object interpreter::io_loop() const {
 
 void interpreter::set_request_context(xeus::xrequest_context context) {
   // A subshell's execute request: its thread's output is pinned to it
-  // already, and the main shell's threads keep theirs.
+  // already; other threads' output now goes to it, as to a main shell's.
   if (on_main_thread()) {
     m_parent.set_execute_request(std::move(context));
+  } else {
+    m_parent.set_latest_execute_request(std::move(context));
   }
 }
 

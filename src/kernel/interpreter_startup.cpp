@@ -330,10 +330,16 @@ def interruptible(run_code, open_window, close_window):
     return run_interruptible_code
 )",
            scope);
-  m_shell.attr("run_code") =
-      scope["interruptible"](m_shell.attr("run_code"),
-                             py::cpp_function([this] { m_interrupter.open(); }),
-                             py::cpp_function([this] { m_interrupter.close(); }));
+  // Only the main thread's code: a subshell's cell runs run_code on its own
+  // thread, and a window it opened would let an interrupt trip the main
+  // thread wherever that is, in IPython's bookkeeping too.
+  m_shell.attr("run_code") = scope["interruptible"](
+      m_shell.attr("run_code"), py::cpp_function([this] {
+        if (on_main_thread()) m_interrupter.open();
+      }),
+      py::cpp_function([this] {
+        if (on_main_thread()) m_interrupter.close();
+      }));
   // Interrupts wait while IPython reports an error (see interrupter.hpp).
   // Its report of the error that ended the user's code comes from run_code.
   const py::object showtraceback = m_shell.attr("showtraceback");
@@ -341,6 +347,9 @@ def interruptible(run_code, open_window, close_window):
       py::type::handle_of(m_shell).attr("run_code").attr("__code__");
   m_shell.attr("showtraceback") = py::cpp_function(
       [this, showtraceback, run_code_body](const py::args& args, const py::kwargs& kwargs) {
+        if (!on_main_thread()) {
+          return showtraceback(*args, **kwargs);  // a subshell's: no interrupt to hold
+        }
         const bool ends_window = called_from(run_code_body);
         py::object result;
         {

@@ -21,6 +21,11 @@ void output_parent::set_execute_request(xeus::xrequest_context context) {
   m_execute = std::move(context);
 }
 
+void output_parent::set_latest_execute_request(xeus::xrequest_context context) {
+  std::lock_guard lock(m_mutex);
+  m_execute = std::move(context);
+}
+
 xeus::xrequest_context output_parent::exchange_main(xeus::xrequest_context context) {
   return std::exchange(m_main, std::move(context));
 }

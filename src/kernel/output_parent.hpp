@@ -2,9 +2,12 @@
 //
 // Every IOPub message carries a parent header; JupyterLab uses it to decide
 // which cell shows the message. The main (shell) thread knows its request: the
-// one it is handling. Any other thread (a Python thread the cell started, a C++
+// one it is handling; so does a subshell's thread (it pins its request, see
+// thread_parent). Any other thread (a Python thread a cell started, a C++
 // thread such as the pool's status publisher) has no request of its own, so its
-// output goes to the latest execute request, as with ipykernel. We cannot keep
+// output goes to the latest execute request of the main shell or of any
+// subshell, as with ipykernel: a thread that a subshell's cell starts prints
+// into that cell. We cannot keep
 // this in a ContextVar: threads of Python 3.14 (GIL build) start with an empty
 // context, so they would publish with no parent at all.
 #pragma once
@@ -24,6 +27,11 @@ class output_parent {
   // Main thread, when an execute request starts: the parent of everything
   // until the next one.
   void set_execute_request(xeus::xrequest_context context);
+
+  // A subshell's thread, when an execute request starts: the parent of other
+  // threads' output until the next execute request on any shell. Its own
+  // output is pinned already.
+  void set_latest_execute_request(xeus::xrequest_context context);
 
   // Main thread, for a request that is not an execute request (a comm
   // message): its output goes to it, but output from other threads keeps going

@@ -198,6 +198,22 @@ def test_deleting_twice_is_an_error(each_shared_kernel: Kernel) -> None:
     assert subshell in again["evalue"]
 
 
+def test_deleting_a_busy_subshell_answers_once_its_cell_has_ended(traffic: Traffic) -> None:
+    """ipykernel stops the subshell's loop, which ends after the running cell,
+    and joins its thread before it answers: the delete reply waits for the
+    cell, and the cell is not interrupted."""
+    kernel = traffic.kernel
+    subshell = create_subshell(kernel)
+    running = traffic.execute("import time; time.sleep(1.5); deleted_cell_finished = True",
+                              subshell)
+    traffic.busy(running)
+    assert delete_subshell(kernel, subshell)["content"]["status"] == "ok"
+    # The shared namespace shows whether the cell had ended by then.
+    check = traffic.execute("deleted_cell_finished")
+    assert result_of(traffic.done(check)) == "True"
+    assert subshell not in list_subshells(kernel)
+
+
 def test_control_replies_come_between_busy_and_idle(each_shared_kernel: Kernel) -> None:
     kernel = each_shared_kernel
     kernel.drain_iopub(0.2)
@@ -259,6 +275,24 @@ def test_subshell_output_carries_its_request_as_parent(traffic: Traffic) -> None
         if msg_id not in (request.msg_id, failing.msg_id):
             assert not outputs(messages, "stream"), messages
             assert not outputs(messages, "error"), messages
+
+
+THREAD_PRINTS = """
+import threading
+worker = threading.Thread(target=print, args=("from a thread of the subshell",))
+worker.start()
+worker.join()
+"""
+
+
+def test_a_thread_started_by_a_subshell_cell_prints_into_that_cell(traffic: Traffic) -> None:
+    subshell = create_subshell(traffic.kernel)
+    main = traffic.execute("import time; time.sleep(3)")
+    traffic.busy(main)
+    request = traffic.execute(THREAD_PRINTS, subshell)
+    assert text_of(traffic.done(request)) == "from a thread of the subshell\n"
+    assert main.msg_id not in traffic.replies, "the main shell's 3 s cell ended first"
+    assert not outputs(traffic.done(main), "stream"), "the thread printed into the main cell"
 
 
 def test_the_namespace_is_shared(traffic: Traffic) -> None:

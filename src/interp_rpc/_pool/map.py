@@ -41,6 +41,9 @@ if TYPE_CHECKING:
 
 _CHUNKS_PER_WORKER = 8  # at least this many chunks per worker, for balance
 _MAX_BATCH_ITEMS = 1024  # the most items encoded before they are sent together
+# How often a caller waiting for a chunk looks whether another thread asked
+# the map to stop (request_stop); a finished chunk ends the wait at once.
+_STOP_CHECK_SECONDS = 0.05
 
 
 class MapIterator(itertools.chain[Any]):
@@ -99,6 +102,8 @@ class MapRun:
         # Set to 1 to stop the running chunks before their next item.
         self._stop_flag = bytearray(1)
         self._finished_at_stop: int | None = None
+        # Set by another thread (request_stop); read by the collecting one.
+        self._stop_requested = False
         try:
             self._refill()
         except BaseException:
@@ -223,10 +228,7 @@ class MapRun:
         try:
             while self._pending:
                 start, count, handle = self._pending[0]
-                remaining = (None if self._spec.deadline is None
-                             else max(0.0, self._spec.deadline - time.monotonic()))
-                if not handle.wait(remaining):
-                    raise self._timeout_error(handle)
+                self._wait_for(handle)
                 self._pending.popleft()
                 self._in_flight -= count
                 if self._spec.chunksize is None:
@@ -242,6 +244,30 @@ class MapRun:
                     raise failure
         finally:
             self._cancel_pending()
+
+    def _wait_for(self, handle: EngineCall) -> None:
+        """Until ``handle`` finished; CallTimeoutError past the deadline,
+        KeyboardInterrupt once another thread asked the map to stop."""
+        while True:
+            remaining = (None if self._spec.deadline is None
+                         else max(0.0, self._spec.deadline - time.monotonic()))
+            wait = _STOP_CHECK_SECONDS if remaining is None else min(remaining,
+                                                                     _STOP_CHECK_SECONDS)
+            if handle.wait(wait):
+                return
+            if self._stop_requested:
+                # What Ctrl-C raises in the waiting thread, so the caller
+                # reports and cleans up the same way.
+                raise KeyboardInterrupt
+            if remaining is not None and remaining <= wait:
+                raise self._timeout_error(handle)
+
+    def request_stop(self) -> None:
+        """From any thread: the thread collecting the results gets a
+        KeyboardInterrupt, as if Ctrl-C had interrupted it, within
+        ``_STOP_CHECK_SECONDS``; the chunks not started are cancelled and the
+        running ones stop before their next item."""
+        self._stop_requested = True
 
     def collect(self) -> list[Any]:
         """All the results, as a list. A failing item's RemoteError carries
@@ -261,7 +287,10 @@ class MapRun:
         """Items whose chunks had finished when the map stopped (or so far)."""
         if self._finished_at_stop is not None:
             return self._finished_at_stop
-        return self._done + sum(count for _, count, handle in self._pending if handle.done)
+        # A copy first: another thread may ask (%parallel_status) while this
+        # one takes chunks off the deque.
+        pending = tuple(self._pending)
+        return self._done + sum(count for _, count, handle in pending if handle.done)
 
     @property
     def total(self) -> int | None:

@@ -6,13 +6,14 @@
     %parallel_map [--timeout S] [--chunksize K] [-o NAME] [--errors raise|collect]
                   [--profile] TARGET ITEMS
     %parallel_status [--watch S | --stop]
+    %parallel_stop [--timeout S] [MAP]      (from a subshell: stop a map of another shell)
     %parallel_profile [--functions] [--export PATH] [-o NAME]
     %parallel_debug [--worker W] [--clear] [--local]   (and %debug after a RemoteError)
 
 Options come first, as with %timeit; what follows them is Python, taken
 verbatim (see options.py). Each magic answers --help (and ``%magic?``), and
 lives in its own module (pool_magic, cell_magic, map_magic, status_magic,
-profile_magic, debug_magic). They share the notebook's one pool (notebook_pool.py);
+profile_magic, debug_magic, stop_magic). They share the notebook's one pool (notebook_pool.py);
 ``current_pool()`` returns it.
 """
 
@@ -28,6 +29,7 @@ from interp_rpc.notebook import (
     pool_magic,
     profile_magic,
     status_magic,
+    stop_magic,
 )
 from interp_rpc.notebook.notebook_pool import NotebookPool, Pool
 from interp_rpc.notebook.workers_panel import WorkersPanels
@@ -52,6 +54,7 @@ class ParallelMagics(Magics):
     parallel = line_cell_magic(cell_magic.parallel)
     parallel_map = line_magic(map_magic.parallel_map)
     parallel_status = line_magic(status_magic.parallel_status)
+    parallel_stop = line_magic(stop_magic.parallel_stop)
     parallel_profile = line_magic(profile_magic.parallel_profile)
     parallel_debug = line_magic(debug_magic.parallel_debug)
 

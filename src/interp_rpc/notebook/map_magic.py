@@ -22,11 +22,11 @@ from interp_rpc._pool.map import MapRun
 from interp_rpc._pool.pool import InterpreterPool
 from interp_rpc.errors import MISSING, RemoteError
 from interp_rpc.notebook import (
-    current_map,
     live,
     options,
     polled_view,
     profile_view,
+    running_maps,
     worker_output,
 )
 
@@ -115,12 +115,13 @@ def _map_locally(pool: InterpreterPool, target: Callable[..., Any] | str, items:
     run: MapRun | None = None
     succeeded: int | None = None  # when an item failed
     try:
-        with current_map.running(_targets.describe(target), len(items),
-                                 _item_count(pool, first, len(items)), since=first):
-            run = MapRun(pool, target, (items,), timeout=args.timeout,
-                         chunksize=args.chunksize, buffersize=None,
-                         on_dispatched=view.start, errors=args.errors,
-                         output=printed.relay.destination)
+        run = MapRun(pool, target, (items,), timeout=args.timeout,
+                     chunksize=args.chunksize, buffersize=None,
+                     on_dispatched=view.start, errors=args.errors,
+                     output=printed.relay.destination)
+        with running_maps.running(_targets.describe(target), len(items),
+                                  _item_count(pool, first, len(items)), run.request_stop,
+                                  since=first):
             return run.collect()
     except RemoteError as failure:
         succeeded = sum(r is not MISSING for r in failure.partial_results or ())
@@ -149,8 +150,9 @@ def _map_polled(pool: Pool, target: Callable[..., Any] | str, items: list[Any],
                                 chunksize=args.chunksize, buffersize=None,
                                 errors=args.errors, output=printed.relay.destination).results()
         # Closed at once on an error or Ctrl-C: chunks not started are cancelled.
-        with contextlib.closing(received), current_map.running(
-                _targets.describe(target), len(items), lambda: len(results)):
+        # Its results are read here only, so no other thread can stop it.
+        with contextlib.closing(received), running_maps.running(
+                _targets.describe(target), len(items), lambda: len(results), stop=None):
             progress.start()
             for value in received:
                 results.append(value)

@@ -1,5 +1,7 @@
 """%parallel_status: the table of workers (idle, busy, stuck, dead), kept
-updated in place by a background watch."""
+updated in place by a background watch, and a line for each %parallel_map
+going on in any shell of the kernel, with how far it has got (what a
+subshell console wants to know while a map blocks the notebook)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from typing import TYPE_CHECKING
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument, kwds, magic_arguments
 
-from interp_rpc.notebook import live, options, polled_view
+from interp_rpc.notebook import live, options, polled_view, running_maps
 
 if TYPE_CHECKING:
     from interp_rpc.notebook.magics import ParallelMagics
@@ -23,7 +25,8 @@ if TYPE_CHECKING:
                f"{polled_view.WATCH_REFRESH_SECONDS:g} s; replaces an earlier watch")
 @argument("--stop", action="store_true", help="stop updating the table of an earlier watch")
 def parallel_status(self: ParallelMagics, line: str) -> None:
-    """A table of workers (idle, busy, stuck, dead) that updates in place."""
+    """A table of workers (idle, busy, stuck, dead) that updates in place,
+    after a line for each %parallel_map going on (how many items are done)."""
     args, rest = options.parse(parallel_status, line)
     if args is None:
         return
@@ -35,6 +38,8 @@ def parallel_status(self: ParallelMagics, line: str) -> None:
     if args.watch < 0:
         raise UsageError(f"--watch must be 0 or more seconds, not {args.watch:g}")
     notebook = self.notebook_pool
+    for running in running_maps.all_running():
+        print(running.describe())
     if args.watch == 0:
         notebook.show_status()
         return

@@ -11,19 +11,19 @@ output ("[workers 0-3]"); when the cell ends it is emptied, and the grouped
 output is printed for good.
 
 A thread takes the output from the relay (relay.py) while the
-cell's main thread waits on the workers; it runs in a copy of the cell's
-context, so that ipykernel sends what it shows to this cell.
+cell's main thread waits on the workers; what it shows goes to this cell
+(live.cell_thread), also while a map of another shell (a subshell) runs.
 """
 
 from __future__ import annotations
 
-import contextvars
 import sys
 import threading
 import uuid
 
 from interp_rpc._pool.contract import Pool
 from interp_rpc.display import errors
+from interp_rpc.notebook import live
 from interp_rpc.notebook.relay import OutputRelay, Printed
 
 #: How often the thread looks for new output.
@@ -58,9 +58,7 @@ class WorkerOutput:
         self._streams = {"stdout": sys.stdout, "stderr": sys.stderr}
 
     def start(self) -> None:
-        context = contextvars.copy_context()
-        self._thread = threading.Thread(target=context.run, args=(self._run,),
-                                        name="interp-rpc worker output", daemon=True)
+        self._thread = live.cell_thread(self._run, "interp-rpc worker output")
         self._thread.start()
 
     def _run(self) -> None:
@@ -113,9 +111,7 @@ class CellOutput:
         from IPython.display import display
 
         display({"text/plain": ""}, raw=True, display_id=self._display_id)
-        context = contextvars.copy_context()
-        self._thread = threading.Thread(target=context.run, args=(self._run,),
-                                        name="interp-rpc cell output", daemon=True)
+        self._thread = live.cell_thread(self._run, "interp-rpc cell output")
         self._thread.start()
 
     def _run(self) -> None:

@@ -16,7 +16,7 @@ Who sends the updates:
   thread, which asks the pool for its status (``pool.status()``).
 Either way this module's thread supervises: it follows the notebook's pool
 as it is started, replaced or closed, and the map announced by the map magic
-(current_map.py).
+(running_maps.py).
 
 JupyterLab sends a comm's messages to a subshell of its own, so the panel's
 requests are answered while the main shell runs a cell: "stop_map" stops
@@ -35,8 +35,8 @@ from time import monotonic
 from typing import TYPE_CHECKING, Any
 
 from interp_rpc.display import profile_mime
-from interp_rpc.notebook import current_map, live, workers_status
-from interp_rpc.notebook.current_map import RunningMap
+from interp_rpc.notebook import live, running_maps, workers_status
+from interp_rpc.notebook.running_maps import RunningMap
 
 if TYPE_CHECKING:
     from interp_rpc.notebook.notebook_pool import NotebookPool, Pool
@@ -86,7 +86,7 @@ class PanelFeed:
     def start(self) -> None:
         self._comm.on_msg(self._on_msg)
         self._comm.on_close(self._on_close)
-        current_map.subscribe(self._on_map)
+        running_maps.subscribe(self._on_map)
         self._thread.start()
 
     def close(self) -> None:
@@ -101,7 +101,7 @@ class PanelFeed:
         with self._changed:
             self._stopping = True
             self._changed.notify_all()
-        current_map.unsubscribe(self._on_map)
+        running_maps.unsubscribe(self._on_map)
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join()
         self._stop_kernel_feed()
@@ -193,11 +193,11 @@ class PanelFeed:
                 elif self._kernel_feed_serves(pool):
                     said_no_pool = False
                     if woken:  # a refresh asked for, or the map changed: send now
-                        _tell_kernel_feed(self._kernel_feed, current_map.current(),
+                        _tell_kernel_feed(self._kernel_feed, running_maps.current(),
                                           self._pool_info(pool))
                 else:
                     said_no_pool = False
-                    running = current_map.current()
+                    running = running_maps.current()
                     message = workers_status.status_message(
                         self._pool_info(pool), pool.status(), self._notebook.stuck_after,
                         running)
@@ -235,7 +235,7 @@ class PanelFeed:
         feed = kernel.start_workers_feed(
             pool.live_feed(), self.comm_id, self._parent_header, BUSY_REFRESH_SECONDS,
             IDLE_HEARTBEAT_SECONDS)
-        _tell_kernel_feed(feed, current_map.current(), self._pool_info(pool))
+        _tell_kernel_feed(feed, running_maps.current(), self._pool_info(pool))
         self._kernel_feed, self._kernel_feed_pool = feed, pool
         return True
 
@@ -261,7 +261,7 @@ def _tell_kernel_feed(feed: Any, running: RunningMap | None, pool: dict[str, Any
 
 def stop_map() -> dict[str, Any]:
     """Stop the running %parallel_map as Ctrl-C on the main shell would."""
-    running = current_map.current()
+    running = running_maps.current()
     if running is None:
         return {"type": "stop_map", "version": workers_status.PROTOCOL_VERSION,
                 "stopped": False, "message": "No map is running."}

@@ -15,8 +15,8 @@ from collections.abc import Iterable
 from itertools import groupby
 from typing import Any
 
-from interp_rpc.notebook.current_map import RunningMap
 from interp_rpc.notebook.polled_view import process_of
+from interp_rpc.notebook.running_maps import RunningMap
 from interp_rpc.records import WorkerStatus
 
 #: Raise it on any change a panel reading the previous version would misread.

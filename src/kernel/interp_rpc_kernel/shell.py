@@ -10,8 +10,11 @@ startup code run: they may print, display or open comms.
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib.util import find_spec
-from typing import Any
+from typing import Any, Literal
 
 from IPython.core import page, payloadpage
 from IPython.core.application import BaseIPythonApplication
@@ -22,7 +25,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.shellapp import InteractiveShellApp
 from traitlets import default
 
-from interp_rpc_kernel import identity
+from interp_rpc_kernel import identity, stream_history
 from interp_rpc_kernel.cell_compiler import CellCompiler, install_cleanup_transform
 from interp_rpc_kernel.display import KernelDisplayHook, KernelDisplayPublisher
 from interp_rpc_kernel.history import KernelHistoryManager
@@ -77,6 +80,15 @@ class ZMQInteractiveShell(InteractiveShell):
         super().init_hooks()
         # `obj?` and %page go to the frontend's pager, as a payload.
         self.set_hook("show_in_pager", page.as_hook(payloadpage.page), 99)
+
+    @contextmanager
+    def _tee(self, channel: Literal["stdout", "stderr"]) -> Iterator[None]:
+        # IPython's replaces the stream's write for each cell, which cells
+        # running at once on subshells pile up (see stream_history).
+        stream_type: type = sys.modules["_interp_rpc_kernel"].Stream
+        with stream_history.tee(self, channel, stream_type,
+                                lambda: super(ZMQInteractiveShell, self)._tee(channel)):
+            yield
 
     def init_history(self) -> None:
         self.history_manager = KernelHistoryManager(shell=self, parent=self)

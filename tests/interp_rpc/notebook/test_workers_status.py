@@ -4,7 +4,7 @@ every pool, with a group per dask process for a cluster's workers."""
 from __future__ import annotations
 
 from interp_rpc.dask._placement import ClusterWorker
-from interp_rpc.notebook import current_map, workers_status
+from interp_rpc.notebook import running_maps, workers_status
 from interp_rpc.records import WorkerStatus
 
 POOL = workers_status.pool_info("ClusterPool", 3, 10.0, False)
@@ -51,10 +51,10 @@ def test_a_local_pool_is_one_group_and_other_states_are_counted_too() -> None:
 
 
 def test_the_running_map_is_its_progress() -> None:
-    with current_map.running("f", 10, lambda: 4) as running:
-        assert current_map.current() is running
-        progress = workers_status.map_progress(current_map.current())
-    assert current_map.current() is None
+    with running_maps.running("f", 10, lambda: 4, None) as running:
+        assert running_maps.current() is running
+        progress = workers_status.map_progress(running_maps.current())
+    assert running_maps.current() is None
     assert progress is not None
     assert (progress["target"], progress["done"], progress["total"]) == ("f", 4, 10)
     assert progress["seconds"] >= 0
@@ -63,16 +63,16 @@ def test_the_running_map_is_its_progress() -> None:
 def test_listeners_hear_a_map_start_and_end() -> None:
     heard: list[str | None] = []
 
-    def listener(running: current_map.RunningMap | None) -> None:
+    def listener(running: running_maps.RunningMap | None) -> None:
         heard.append(None if running is None else running.target)
 
-    current_map.subscribe(listener)
+    running_maps.subscribe(listener)
     try:
-        with current_map.running("g", 1, lambda: 0):
+        with running_maps.running("g", 1, lambda: 0, None):
             pass
     finally:
-        current_map.unsubscribe(listener)
-    with current_map.running("h", 1, lambda: 0):
+        running_maps.unsubscribe(listener)
+    with running_maps.running("h", 1, lambda: 0, None):
         pass
     assert heard == ["g", None]
 
