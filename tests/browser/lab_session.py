@@ -4,7 +4,10 @@ a headless Chromium that keeps its console log."""
 from __future__ import annotations
 
 import json
+import shutil
 import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +35,30 @@ class Server:
     def shut_down_kernels(self) -> None:
         for session in self.lab.api("/api/sessions"):
             self.lab.api(f"/api/sessions/{session['id']}", method="DELETE")
+
+
+@contextmanager
+def serving(tmp_path_factory: pytest.TempPathFactory, artifacts: Path,
+            notebooks: dict[str, Any],
+            write_more: Callable[[Path], None] | None = None) -> Iterator[Server]:
+    """JupyterLab serving ``notebooks`` (file name: notebook JSON), and what
+    ``write_more(root)`` adds, with the tests' settings; ``artifacts``
+    emptied first, and given the server's log."""
+    shutil.rmtree(artifacts, ignore_errors=True)
+    artifacts.mkdir(parents=True)
+    base = tmp_path_factory.mktemp("lab")
+    root = base / "notebooks"
+    root.mkdir()
+    for name, content in notebooks.items():
+        (root / name).write_text(json.dumps(content, indent=1))
+    if write_more is not None:
+        write_more(root)
+    demo.write_lab_settings(base / "settings")
+    lab = demo.start_lab(base, root, artifacts)
+    try:
+        yield Server(lab)
+    finally:
+        demo.stop_server(lab)
 
 
 def new_browser(tmp_path_factory: pytest.TempPathFactory, artifacts: Path,

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -39,7 +38,7 @@ import pytest
 
 webdriver = pytest.importorskip("selenium.webdriver")
 import test_lab_demo as demo  # noqa: E402
-from lab_session import Server, new_browser  # noqa: E402
+from lab_session import Server, new_browser, serving  # noqa: E402
 from profile_notebooks import (  # noqa: E402
     CELLS,
     FAILING_ITEM,
@@ -68,23 +67,11 @@ pytestmark = demo.pytestmark
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    shutil.rmtree(ARTIFACTS, ignore_errors=True)
-    ARTIFACTS.mkdir(parents=True)
-    base = tmp_path_factory.mktemp("lab")
-    root = base / "notebooks"
-    root.mkdir()
-    for theme in THEMES:
-        (root / f"profile-{theme}.ipynb").write_text(json.dumps(notebook(CELLS), indent=1))
-    executed_notebook(root / "untrusted.ipynb")
-    (root / "large.ipynb").write_text(json.dumps(large_notebook()))
-    (root / "future.ipynb").write_text(json.dumps(future_notebook()))
-    settings = base / "settings"
-    demo.write_lab_settings(settings)
-    lab = demo.start_lab(base, root, ARTIFACTS)
-    try:
-        yield Server(lab)
-    finally:
-        demo.stop_server(lab)
+    notebooks = {f"profile-{theme}.ipynb": notebook(CELLS) for theme in THEMES}
+    notebooks |= {"large.ipynb": large_notebook(), "future.ipynb": future_notebook()}
+    with serving(tmp_path_factory, ARTIFACTS, notebooks,
+                 lambda root: executed_notebook(root / "untrusted.ipynb")) as server:
+        yield server
 
 
 def save_console(browser: WebDriver, name: str, earlier: list[str] | None = None) -> list[str]:

@@ -20,8 +20,6 @@ and browser helpers come from test_lab_demo.py and test_lab_profile.py.
 from __future__ import annotations
 
 import contextlib
-import json
-import shutil
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -32,6 +30,7 @@ import pytest
 webdriver = pytest.importorskip("selenium.webdriver")
 import test_lab_demo as demo  # noqa: E402
 import test_lab_profile as profile  # noqa: E402
+from lab_session import Server, new_browser, serving  # noqa: E402
 from selenium.common.exceptions import TimeoutException  # noqa: E402
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
@@ -68,20 +67,10 @@ def notebook() -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[profile.Server]:
-    shutil.rmtree(ARTIFACTS, ignore_errors=True)
-    ARTIFACTS.mkdir(parents=True)
-    base = tmp_path_factory.mktemp("lab")
-    root = base / "notebooks"
-    root.mkdir()
-    for theme in THEMES:
-        (root / f"subshells-{theme}.ipynb").write_text(json.dumps(notebook(), indent=1))
-    demo.write_lab_settings(base / "settings")
-    lab = demo.start_lab(base, root, ARTIFACTS)
-    try:
-        yield profile.Server(lab)
-    finally:
-        demo.stop_server(lab)
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    with serving(tmp_path_factory, ARTIFACTS,
+                 {f"subshells-{theme}.ipynb": notebook() for theme in THEMES}) as server:
+        yield server
 
 
 @dataclass
@@ -94,15 +83,6 @@ class Seen:
     slider_value: str
     label: str
     sleeping_cell_prompt: str
-
-
-def new_browser(tmp_path_factory: pytest.TempPathFactory, theme: str) -> WebDriver:
-    # test_lab_profile's, which writes its driver log to its own artifacts.
-    saved, profile.ARTIFACTS = profile.ARTIFACTS, ARTIFACTS
-    try:
-        return profile.new_browser(tmp_path_factory, theme)
-    finally:
-        profile.ARTIFACTS = saved
 
 
 def run_cell(browser: WebDriver, cell: Any) -> None:
@@ -182,12 +162,12 @@ def move_slider(browser: WebDriver, cell: Any) -> str:
 
 
 @pytest.fixture(scope="module", params=list(THEMES))
-def seen(request: pytest.FixtureRequest, server: profile.Server,
+def seen(request: pytest.FixtureRequest, server: Server,
          tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seen]:
     theme = request.param
     server.shut_down_kernels()  # the other theme's kernel, asleep in its cell
     server.put_setting("@jupyterlab/apputils-extension:themes", {"theme": THEMES[theme]})
-    browser = new_browser(tmp_path_factory, theme)
+    browser = new_browser(tmp_path_factory, ARTIFACTS, theme)
     console: list[str] = []
     try:
         profile.open_and_wait_idle(browser, server, f"subshells-{theme}.ipynb")

@@ -16,9 +16,7 @@ Artifacts, kept after the run, in build/artifacts/browser-workers/:
 
 from __future__ import annotations
 
-import json
 import re
-import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,7 +25,7 @@ import pytest
 
 webdriver = pytest.importorskip("selenium.webdriver")
 import test_lab_demo as demo  # noqa: E402
-from lab_session import Server, new_browser  # noqa: E402
+from lab_session import Server, new_browser, serving  # noqa: E402
 from profile_notebooks import PAGE_TIMEOUT, notebook  # noqa: E402
 from selenium.common.exceptions import TimeoutException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
@@ -70,19 +68,9 @@ pytestmark = demo.pytestmark
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    shutil.rmtree(ARTIFACTS, ignore_errors=True)
-    ARTIFACTS.mkdir(parents=True)
-    base = tmp_path_factory.mktemp("lab")
-    root = base / "notebooks"
-    root.mkdir()
-    for theme in THEMES:
-        (root / f"workers-{theme}.ipynb").write_text(json.dumps(notebook(CELLS), indent=1))
-    demo.write_lab_settings(base / "settings")
-    lab = demo.start_lab(base, root, ARTIFACTS)
-    try:
-        yield Server(lab)
-    finally:
-        demo.stop_server(lab)
+    with serving(tmp_path_factory, ARTIFACTS,
+                 {f"workers-{theme}.ipynb": notebook(CELLS) for theme in THEMES}) as server:
+        yield server
 
 
 @dataclass
