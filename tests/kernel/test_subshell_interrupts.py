@@ -21,8 +21,14 @@ def traffic(each_kernel: Kernel) -> Traffic:
     return Traffic(each_kernel)
 
 
-def test_an_interrupt_while_only_a_subshell_runs_spares_the_next_main_cell(
+def test_an_interrupt_while_only_a_subshell_runs_spares_the_idle_main_shell(
         traffic: Traffic) -> None:
+    """Nothing happens on the main shell: the next cell runs, and no cell's
+    output gains anything. Tripping the idle main thread would raise the
+    KeyboardInterrupt in its event loop, reported as "Exception ignored" in
+    the output of the main shell's previous cell."""
+    before = traffic.execute("'the main shell ran this'")
+    assert result_of(traffic.done(before)) == "'the main shell ran this'"
     subshell = create_subshell(traffic.kernel)
     sleeping = traffic.execute("import time; time.sleep(2); 'slept'", subshell)
     traffic.busy(sleeping)
@@ -33,6 +39,9 @@ def test_an_interrupt_while_only_a_subshell_runs_spares_the_next_main_cell(
     assert traffic.replies[after.msg_id]["content"]["status"] == "ok", messages
     assert result_of(messages) == "42"
     assert result_of(traffic.done(sleeping)) == "'slept'"
+    assert not outputs(traffic.iopub[before.msg_id], "stream"), traffic.iopub[before.msg_id]
+    every_text = [text_of(sent) for sent in traffic.iopub.values()]
+    assert not any("KeyboardInterrupt" in text for text in every_text), every_text
 
 
 SLOW_PRE_RUN_HOOK = """
