@@ -31,6 +31,13 @@ machine hits all of them. Prints a markdown table and writes
 bench/results/kernel.json.
 
     ./dev run -- python3 bench/kernel_bench.py [--rounds N] [--executes N]
+
+Before and after a change: build the older checkout, give its kernel a
+kernelspec of its own (its stage's ``bin/interp-rpc-kernel``, with that
+stage's ``site-packages`` as PYTHONPATH in the spec's env), and name it with
+``--also before=SPEC``. It is measured in the same turns as the others, and
+the ratios then include ours over it. ``--output`` keeps such a run apart
+from bench/results/kernel.json.
 """
 
 from __future__ import annotations
@@ -420,6 +427,16 @@ def breakdown_markdown(breakdowns: dict[str, dict[str, float]]) -> str:
     return "\n".join(lines)
 
 
+def labelled_kernel(text: str) -> tuple[str, str]:
+    """``LABEL=KERNELSPEC`` from the command line."""
+    label, equals, spec = text.partition("=")
+    if not equals or not label or not spec:
+        raise argparse.ArgumentTypeError(f"expected LABEL=KERNELSPEC, not {text!r}")
+    if label in KERNELS:
+        raise argparse.ArgumentTypeError(f"{label!r} already names one of {sorted(KERNELS)}")
+    return label, spec
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
@@ -427,12 +444,17 @@ def main() -> None:
     parser.add_argument("--interrupts", type=int, default=3)
     parser.add_argument("--breakdown", type=int, default=200,
                         help="executes timed for the per-part breakdown, per kernel")
+    parser.add_argument("--also", action="append", default=[], metavar="LABEL=KERNELSPEC",
+                        type=labelled_kernel,
+                        help="one more kernel, measured in the same turns (an older build)")
+    parser.add_argument("--output", type=Path, default=RESULTS,
+                        help=f"where the JSON goes (default {RESULTS})")
     args = parser.parse_args()
     load_before = os.getloadavg()
 
     specs = KernelSpecManager()
     kernels = {}
-    for label, name in KERNELS.items():
+    for label, name in {**KERNELS, **dict(args.also)}.items():
         try:
             specs.get_kernel_spec(name)
         except NoSuchKernel:
@@ -464,6 +486,14 @@ def main() -> None:
     if ours and "xpython" in results:
         ratios["execute_p50_vs_xpython"] = (
             ours["execute_ms"]["p50"] / results["xpython"]["execute_ms"]["p50"])
+    for label, _ in args.also:
+        if ours and label in results:
+            for measure in ("first_result_s", "ready_s", "print_loop_s"):
+                if ours[measure]["median"] and results[label][measure]["median"]:
+                    ratios[f"{measure[:-2]}_vs_{label}"] = (
+                        ours[measure]["median"] / results[label][measure]["median"])
+            ratios[f"execute_p50_vs_{label}"] = (
+                ours["execute_ms"]["p50"] / results[label]["execute_ms"]["p50"])
     if ours:
         ratios["shutdown_s"] = ours["shutdown_s"]["median"]
     report = {
@@ -480,8 +510,8 @@ def main() -> None:
         "kernels": results,
         "execute_breakdown_ms": breakdowns,
     }
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(report, indent=2, default=str) + "\n")
     print()
     print(markdown(results))
     print()
@@ -490,7 +520,7 @@ def main() -> None:
     print(f"load average (1, 5, 15 min): before {load_before}, after {load_after}")
     for name, value in ratios.items():
         print(f"{name}: {value:.2f}")
-    print(f"written to {RESULTS}")
+    print(f"written to {args.output}")
 
 
 if __name__ == "__main__":
