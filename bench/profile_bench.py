@@ -175,8 +175,8 @@ def instructions(command: list[str], part: str, chunk_sizes: list[int], group: i
     return int(found.group(1))
 
 
-def report_instructions(command: list[str], chunk_sizes: list[int], group: int) -> None:
-    maps = 10
+def report_instructions(command: list[str], chunk_sizes: list[int], group: int,
+                        maps: int) -> None:
     count = functools.partial(instructions, command, chunk_sizes=chunk_sizes, group=group)
     none, plain, timed = (count(part, maps=maps) for part in ("none", "plain", "timed"))
     no_map, whole = count("map", maps=0), count("map", maps=maps)
@@ -210,6 +210,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5, help="maps per mode per round")
     parser.add_argument("--instructions", metavar="COMMAND", default=None,
                         help="also count instructions, with this callgrind command line")
+    parser.add_argument("--instruction-maps", type=int, default=10, metavar="N",
+                        help="maps per --instructions count (the count is per map)")
     parser.add_argument("--count-part", help=argparse.SUPPRESS)  # one --instructions count
     parser.add_argument("--maps", type=int, default=1, help=argparse.SUPPRESS)
     parser.add_argument("--group", type=int, default=1, help=argparse.SUPPRESS)
@@ -292,7 +294,8 @@ def main() -> None:
         print(f"\nper-item timing overhead, {clock} time: {ratio:+.1%} "
               f"(target < {ITEM_TIMING_BUDGET:.0%}): **{verdict}**")
     if args.instructions is not None:
-        report_instructions(shlex.split(args.instructions), chunk_sizes, group)
+        report_instructions(shlex.split(args.instructions), chunk_sizes, group,
+                            args.instruction_maps)
 
 
 if __name__ == "__main__":

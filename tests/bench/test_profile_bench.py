@@ -39,7 +39,9 @@ def test_it_prints_every_mode_and_a_verdict_per_clock() -> None:
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
 def test_instructions_counts_a_plain_map_and_what_item_timing_adds() -> None:
-    out = _run("--instructions", CALLGRIND, timeout=900).stdout
+    # Two maps per count, not ten: this proves the instrument, and each
+    # count is a process under callgrind, about 50 times slower.
+    out = _run("--instructions", CALLGRIND, "--instruction-maps", "2", timeout=900).stdout
     found = re.search(r"Instructions \(callgrind\), per map: a plain map (\d+\.\d+) M .*"
                       r"per-item timing adds ([+-]\d+) k to them .*\*\*(PASS|MISS)\*\*", out)
     assert found is not None, out
