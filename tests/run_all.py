@@ -5,6 +5,13 @@ runs even when an earlier one failed, so one run shows every failure; the exit
 code is non-zero if any step failed, and a step that ran no test counts as a
 failure (pytest's exit code 5, ctest's ``--no-tests=error``).
 
+The complete pytest run (no pytest arguments) goes as two pytest processes
+side by side, each on whole directories (``PYTEST_HALVES``): most tests wait
+(for kernels, browsers, clusters and sleeps) rather than compute, so the two
+halves take little more than the longer one. Each half's lines are shown as
+they come, prefixed with its name; a half that fails is shown again in full at
+the end.
+
 Options (anything else goes to pytest):
 
 ``--sanitize[=address|thread]``
@@ -27,10 +34,12 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from sanitized_runs import (
     SanitizerSetupError,
@@ -42,6 +51,13 @@ from sanitized_runs import (
 PYTEST_NO_TESTS_COLLECTED = 5
 LINTED = ("src", "tests", "bench")
 BUSY_LOOP = "while True: pass"
+TESTS = Path("tests")
+
+#: The complete run's two halves, as directories under tests/: the first is
+#: named here, the second is every other directory holding tests, so that a
+#: new directory is never left out. Balanced by their measured times; the
+#: kernel suite runs in a pytest of its own anyway (see sanitized_runs.py).
+FIRST_HALF = ("browser", "kernel")
 @dataclass
 class Options:
     sanitize: str | None = None
@@ -92,18 +108,82 @@ def cpu_hog(enabled: bool) -> Iterator[None]:
             hog.wait()
 
 
-#: A step: its name, its command, its environment, and where its processes
-#: write sanitizer reports (None: not a sanitized step).
-type Step = tuple[str, list[str], dict[str, str], Path | None]
+#: A step: its name, its commands (one, or the pytest halves that run side
+#: by side), its environment, and where its processes write sanitizer
+#: reports (None: not a sanitized step).
+type Step = tuple[str, list[list[str]], dict[str, str], Path | None]
 
 
-def run_step(name: str, argv: list[str], env: dict[str, str], reports: Path | None) -> bool:
-    shown = " ".join([*(f"{k}={v}" for k, v in env.items()), *argv])
-    print(f"\n=== {name}: {shown}", flush=True)
+def test_directories() -> list[str]:
+    """Every directory right under tests/ that holds a test module."""
+    return sorted(str(d) for d in TESTS.iterdir()
+                  if d.is_dir() and any(d.rglob("test_*.py")))
+
+
+def pytest_halves(pytest: list[str]) -> list[list[str]]:
+    """The complete pytest run as two commands on disjoint directories,
+    each with a cache of its own (two processes writing one would race)."""
+    first = [str(TESTS / name) for name in FIRST_HALF]
+    missing = [d for d in first if not Path(d).is_dir()]
+    if missing:
+        raise UsageError(f"FIRST_HALF names directories that do not exist: {missing}")
+    second = [d for d in test_directories() if d not in first]
+    return [[*pytest, "-o", f"cache_dir=.pytest_cache/{n}", *half]
+            for n, half in enumerate((first, second), start=1)]
+
+
+def relay(stream: IO[str], prefix: str, kept: list[str], started: float) -> None:
+    """Shows each line of a half's output as it comes, and keeps it; then
+    when the half ended (its output ends as it exits)."""
+    for line in stream:
+        kept.append(line)
+        sys.stdout.write(f"{prefix}{line}")
+        sys.stdout.flush()
+    sys.stdout.write(f"{prefix}=== this half ended after {time.monotonic() - started:.1f} s\n")
+    sys.stdout.flush()
+
+
+def call_side_by_side(commands: list[list[str]], env: dict[str, str]) -> int:
+    """Runs the commands at once; returns the first non-zero exit code, or 0.
+    A failing command's whole output is shown again at the end, in one
+    piece, since its lines came interleaved with the others'."""
+    children = []
+    started = time.monotonic()
+    for n, argv in enumerate(commands, start=1):
+        child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True, errors="replace")
+        kept: list[str] = []
+        assert child.stdout is not None
+        reader = threading.Thread(target=relay, args=(child.stdout, f"[{n}] ", kept, started))
+        reader.start()
+        children.append((child, reader, kept))
+    codes = []
+    for n, (child, reader, kept) in enumerate(children, start=1):
+        try:
+            codes.append(child.wait())
+        except KeyboardInterrupt:
+            for other, _, _ in children:
+                other.send_signal(signal.SIGINT)
+            raise
+        reader.join()
+        if codes[-1] != 0:
+            print(f"\n=== half [{n}] exited with {codes[-1]}; its whole output:", flush=True)
+            sys.stdout.write("".join(kept))
+    return next((code for code in codes if code != 0), 0)
+
+
+def run_step(name: str, commands: list[list[str]], env: dict[str, str],
+             reports: Path | None) -> bool:
+    for n, argv in enumerate(commands, start=1):
+        shown = " ".join([*(f"{k}={v}" for k, v in env.items()), *argv])
+        print(f"\n=== {name}{f' [{n}]' if len(commands) > 1 else ''}: {shown}", flush=True)
     if reports is not None:
         prepare(reports)
     started = time.monotonic()
-    code = subprocess.call(argv, env={**os.environ, **env})
+    if len(commands) > 1:
+        code = call_side_by_side(commands, {**os.environ, **env})
+    else:
+        code = subprocess.call(commands[0], env={**os.environ, **env})
     seconds = time.monotonic() - started
     if name.startswith("pytest") and code == PYTEST_NO_TESTS_COLLECTED:
         print("=== pytest collected no tests: that is a failure", flush=True)
@@ -118,20 +198,22 @@ def run_step(name: str, argv: list[str], env: dict[str, str], reports: Path | No
 def steps_of(options: Options, build_dir: str) -> list[Step]:
     ctest = ["ctest", "--test-dir", build_dir, "--output-on-failure", "--no-tests=error"]
     pytest = [sys.executable, "-m", "pytest", *options.pytest_args]
+    # The complete run, in two halves side by side; a subset as asked.
+    whole = [pytest] if options.pytest_args else pytest_halves(pytest)
     if options.sanitize:
-        steps: list[Step] = [(f"C++ tests under {options.sanitize} sanitizer", ctest, {}, None)]
+        steps: list[Step] = [(f"C++ tests under {options.sanitize} sanitizer", [ctest], {}, None)]
         for step in python_steps(options.sanitize, build_dir, sys.executable,
                                  options.pytest_args):
-            steps.append((step.name, step.argv, step.env, step.reports))
+            steps.append((step.name, [step.argv], step.env, step.reports))
         return steps
     if options.repeat > 1:
-        return [(f"pytest run {n}/{options.repeat}", pytest, {}, None)
+        return [(f"pytest run {n}/{options.repeat}", whole, {}, None)
                 for n in range(1, options.repeat + 1)]
     return [
-        ("C++ tests", ctest, {}, None),
-        ("pytest", pytest, {}, None),
-        ("mypy --strict", [sys.executable, "-m", "mypy"], {}, None),
-        ("ruff", ["ruff", "check", *[d for d in LINTED if os.path.isdir(d)]], {}, None),
+        ("C++ tests", [ctest], {}, None),
+        ("pytest", whole, {}, None),
+        ("mypy --strict", [[sys.executable, "-m", "mypy"]], {}, None),
+        ("ruff", [["ruff", "check", *[d for d in LINTED if os.path.isdir(d)]]], {}, None),
     ]
 
 
@@ -152,8 +234,8 @@ def main(args: list[str]) -> int:
         return 2
     results: list[tuple[str, bool]] = []
     with cpu_hog(options.load):
-        for name, argv, env, reports in steps:
-            ok = run_step(name, argv, env, reports)
+        for name, commands, env, reports in steps:
+            ok = run_step(name, commands, env, reports)
             results.append((name, ok))
             if not ok and options.repeat > 1:
                 print(f"=== stopped at the first failing run ({name})", flush=True)
