@@ -1,5 +1,6 @@
 #include "core/packed_column.hpp"
 
+#include <array>
 #include <bit>
 #include <cstdint>
 #include <cstring>
@@ -18,10 +19,10 @@ constexpr char bytes_separators[] = {'\x00', '\x1f', '\xff'};
 
 PyObject* none() { Py_RETURN_NONE; }
 
-// Whether an object occurs twice. The empty str and bytes, one-byte bytes and
-// one-character latin-1 str are the interpreter's shared singletons, which
-// pickle and split both give back as such: their repeats change nothing, and
-// the callers do not ask about them.
+// Whether an object occurs twice. The empty str and bytes, and one-character
+// latin-1 str, are the interpreter's shared singletons, which pickle and
+// split both give back as such: their repeats change nothing, and the
+// callers do not ask about them. One-byte bytes differ (see pack_bytes).
 class repeat_finder {
  public:
   explicit repeat_finder(Py_ssize_t n) : m_slots(std::bit_ceil(static_cast<std::size_t>(n) * 2)) {}
@@ -107,12 +108,24 @@ PyObject* pack_str(PyObject* values, PyObject* const* items, Py_ssize_t n, Py_ss
 
 PyObject* pack_bytes(PyObject* const* items, Py_ssize_t n, Py_ssize_t max_item) {
   repeat_finder repeats(n);
+  // Split gives back a one-byte item as the interpreter's shared object for
+  // that byte, while pickle gives each one an object of its own (it reads
+  // into a new one), or one object for an object met twice. The two agree
+  // only while each byte value occurs once as a one-byte item.
+  std::array<bool, 256> one_byte_seen{};
   Py_ssize_t total = n - 1;  // the separators
   for (Py_ssize_t i = 0; i < n; ++i) {
     if (!PyBytes_CheckExact(items[i])) return none();
     const Py_ssize_t length = PyBytes_GET_SIZE(items[i]);
-    if (length >= max_item || (length >= 2 && !repeats.first_time(items[i]))) return none();
-    total += length;  // (one-byte bytes are shared singletons: see repeat_finder)
+    if (length >= max_item) return none();
+    if (length == 1) {
+      bool& seen = one_byte_seen[static_cast<unsigned char>(PyBytes_AS_STRING(items[i])[0])];
+      if (seen) return none();
+      seen = true;
+    } else if (length >= 2 && !repeats.first_time(items[i])) {
+      return none();
+    }
+    total += length;
   }
   const int chosen = free_separator(items, n, bytes_separators, [](PyObject* item, char sep) {
     return std::memchr(PyBytes_AS_STRING(item), sep, static_cast<std::size_t>(PyBytes_GET_SIZE(item))) !=

@@ -80,4 +80,10 @@ TEST_CASE("what would not come back exactly is not packed") {
   CHECK(pack("[OO]", twice.get(), twice.get()).get() == Py_None);  // one object met twice
   py_ref shared = py_ref::steal(PyUnicode_FromString("a"));
   CHECK(pack("[OO]", shared.get(), shared.get()).get() != Py_None);  // a shared singleton
+  // One-byte bytes: split would give back one shared object for equal ones,
+  // pickle one object each; distinct byte values pack.
+  CHECK(pack("[y#y#]", "a", static_cast<Py_ssize_t>(1), "a", static_cast<Py_ssize_t>(1)).get() ==
+        Py_None);
+  CHECK(pack("[y#y#]", "a", static_cast<Py_ssize_t>(1), "b", static_cast<Py_ssize_t>(1)).get() !=
+        Py_None);
 }

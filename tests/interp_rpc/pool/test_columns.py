@@ -5,7 +5,9 @@ The packer (core/packed_column.hpp, through _worker/columns.py) must give
 back the same types, the same values (a float's every bit) and the same
 object structure as pickle, for everything it packs, and leave the rest to
 pickle: bools among ints, IntEnum and other subclasses, ints beyond 64 bits,
-mixed lists, a str or bytes object met twice. The properties compare the
+mixed lists, a str or bytes object met twice, and a byte value met twice
+as one-byte bytes (split shares CPython's cached object for it, pickle does
+not). The properties compare the
 packed path with pickle itself, on generated lists.
 """
 
@@ -102,13 +104,27 @@ class Text(str):
     ("an int among floats", [0.5] * (N - 1) + [1]),
     ("a str subclass", [f"s{i}" for i in range(N - 1)] + [Text("t")]),
     ("a None among strs", [f"s{i}" for i in range(N - 1)] + [None]),
-    ("a bytes item too long", [b"b"] * (N - 1) + [b"x" * columns.MAX_ITEM]),
+    ("a bytes item too long", [bytes([i % 256, 1]) for i in range(N - 1)]
+     + [b"x" * columns.MAX_ITEM]),
+    # Split would give the interpreter's one shared b"\xaf" for both, pickle
+    # an object each.
+    ("one byte value twice, as one-byte bytes", [bytes([i % 256, 1]) for i in range(N - 2)]
+     + [bytes(bytearray(b"\xaf")), bytes(bytearray(b"\xaf"))]),
     ("a str holding every separator", [f"s{i}" for i in range(N - 1)] + ["\x00\x1f\x1e"]),
     ("too short", list(range(N - 1))),
     ("a set", set(range(N))),
 ])
 def test_what_does_not_fit_a_column_is_left_to_pickle(name: str, values: Any) -> None:
     assert columns.packed(values, pack_column) is None, name
+
+
+def test_one_byte_bytes_arrive_as_pickle_delivers_them() -> None:
+    """Found by the property above: 62 empty bytes, then b"\xaf" twice, as
+    two objects."""
+    same_as_pickle([b""] * 62 + [bytes(bytearray(b"\xaf")), bytes(bytearray(b"\xaf"))])
+    distinct = [bytes([i]) for i in range(N)]
+    assert columns.packed(distinct, pack_column) is not None
+    same_as_pickle(distinct)
 
 
 def test_a_str_object_met_twice_is_left_to_pickle() -> None:
@@ -145,7 +161,8 @@ class OnlyBuiltins(pickle.Unpickler):
 
 def test_a_packed_column_is_rebuilt_by_the_standard_library_alone() -> None:
     """A worker process reads it with pickle and nothing of ours."""
-    for values in (list(range(N)), [0.5] * N, [f"s{i}" for i in range(N)], [b"b"] * N):
+    for values in (list(range(N)), [0.5] * N, [f"s{i}" for i in range(N)],
+                   [b"b%d" % i for i in range(N)]):
         column = columns.packed(values, pack_column)
         assert column is not None
         assert OnlyBuiltins(io.BytesIO(pickle.dumps(column, protocol=5))).load() == list(values)
