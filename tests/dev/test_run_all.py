@@ -1,0 +1,67 @@
+"""tests/run_all.py: the complete pytest run goes as two halves side by side.
+Together they run every test directory exactly once, and a failing half
+fails the step and is shown whole."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(TESTS))
+
+import run_all  # noqa: E402  (tests/ is not a package)
+
+
+@pytest.fixture(autouse=True)
+def in_repository(monkeypatch: pytest.MonkeyPatch) -> None:
+    """run_all runs from the repository's top, as ./dev starts it."""
+    monkeypatch.chdir(TESTS.parent)
+
+
+def paths_of(command: list[str]) -> list[str]:
+    return [arg for arg in command if arg.startswith("tests/")]
+
+
+def test_the_halves_run_every_test_directory_once() -> None:
+    first, second = run_all.pytest_halves(["pytest", "-q"])
+    assert first[:2] == second[:2] == ["pytest", "-q"]
+    together = paths_of(first) + paths_of(second)
+    assert sorted(together) == sorted(set(together)), together
+    every = {str(d.relative_to(TESTS.parent)) for d in TESTS.iterdir()
+             if d.is_dir() and any(d.rglob("test_*.py"))}
+    assert set(together) == every
+    assert "tests/kernel" in paths_of(first) and "tests/interp_rpc" in paths_of(second)
+
+
+def test_each_half_has_a_cache_of_its_own() -> None:
+    caches = [next(arg for arg in half if arg.startswith("cache_dir="))
+              for half in run_all.pytest_halves(["pytest"])]
+    assert len(set(caches)) == 2, caches
+
+
+def test_a_subset_runs_as_asked_in_one_pytest() -> None:
+    options = run_all.parse(["tests/dev", "-k", "name"])
+    steps = run_all.steps_of(options, "build")
+    (pytest_step,) = [step for step in steps if step[0] == "pytest"]
+    assert pytest_step[1] == [[sys.executable, "-m", "pytest", "tests/dev", "-k", "name"]]
+
+
+def test_a_failing_half_fails_the_step_and_is_shown_whole(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    passing = [sys.executable, "-c", "print('first line'); print('second line')"]
+    failing = [sys.executable, "-c", "import sys; print('what failed'); sys.exit(3)"]
+    assert run_all.call_side_by_side([passing, failing], {}) == 3
+    shown = capsys.readouterr().out
+    assert "[1] first line\n" in shown and "[1] second line\n" in shown
+    assert "[2] what failed\n" in shown
+    assert "[1] === this half ended after " in shown
+    assert shown.endswith("exited with 3; its whole output:\nwhat failed\n"), shown
+
+
+def test_halves_that_pass_pass_the_step(capsys: pytest.CaptureFixture[str]) -> None:
+    quiet = [sys.executable, "-c", "pass"]
+    assert run_all.call_side_by_side([quiet, quiet], {}) == 0
+    assert "whole output" not in capsys.readouterr().out
