@@ -8,7 +8,10 @@ that a slow moment of the machine falls on all of them), on W=2 workers:
 - ready: the pool created and its first result back (a new pool per round);
 - call p50: one tiny call at a time, the median of many;
 - a 64 MiB float64 array as an argument, and as a result;
-- a map of 10^5 tiny items with each contender's default chunking.
+- a map of 10^5 tiny items with each contender's default chunking; and
+  again with every contender's pool open at once, one map each in turn
+  (rotating who goes first), which the machine's load moves less: a round
+  measures each contender minutes apart, a turn within milliseconds.
 
 Each cell is the median over the rounds; each ratio is interp-rpc's time
 over the contender's, per round, then the median (below 1: interp-rpc is
@@ -54,6 +57,8 @@ MAP_ITEMS = 100_000
 CALLS = 2_000
 #: Repeats of the array measures within a round (their median).
 ARRAY_REPEATS = 3
+#: Turns of the alternating map measure, per round.
+MAP_TURNS = 5
 
 Runner = dict[str, Callable[..., Any]]
 
@@ -158,6 +163,36 @@ def report(rounds: list[dict[str, dict[str, float]]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def alternating_maps(found: dict[str, Callable[[], contextlib.AbstractContextManager[Runner]]],
+                     turns: int) -> str:
+    """The map row measured in turns: every pool open, one map each per turn."""
+    items = list(range(MAP_ITEMS))
+    with contextlib.ExitStack() as stack:
+        runs = {name: stack.enter_context(make()) for name, make in found.items()}
+        for run in runs.values():
+            assert run["map"](workloads.identity, items) == items
+        times: dict[str, list[float]] = {name: [] for name in runs}
+        names = list(runs)
+        for turn in range(turns):
+            for name in names[turn % len(names):] + names[:turn % len(names)]:
+                started = time.perf_counter()
+                runs[name]["map"](workloads.identity, items)
+                times[name].append(time.perf_counter() - started)
+    ours = names[0]
+    lines = ["", f"## Map of {MAP_ITEMS:,} tiny items, in turns", "",
+             f"Every pool open at once; {turns} turns of one map each, each cell their median; "
+             "ratio: interp-rpc's time over the contender's in the same turn, median over turns",
+             "", "| measure | " + " | ".join(names)
+             + "".join(f" | ratio to {n.split(' ')[0]}" for n in names[1:]) + " |",
+             "|---" * (len(names) * 2) + "|"]
+    cells = [f"{statistics.median(times[n]) * 1e3:,.1f} ms" for n in names]
+    ratios = [f"{statistics.median(a / b for a, b in zip(times[ours], times[n], strict=True)):.2f}x"
+              for n in names[1:]]
+    lines.append(f"| map of {MAP_ITEMS:,} tiny items, defaults | " + " | ".join(cells + ratios)
+                 + " |")
+    return "\n".join(lines) + "\n"
+
+
 def pss_kib(pid: int | str = "self") -> int:
     """Process ``pid``'s proportional set size, in KiB."""
     with open(f"/proc/{pid}/smaps_rollup") as rollup:
@@ -191,15 +226,19 @@ def measure_kind(kind: str) -> dict[str, float]:
                                 ARRAY_REPEATS)
         result = _median_time(lambda: pool.call(workloads.filled_bytes, len(payload)),
                               ARRAY_REPEATS)
+        items = list(range(MAP_ITEMS))
+        assert list(pool.map(workloads.identity, items)) == items
+        mapped = _median_time(lambda: list(pool.map(workloads.identity, items)), ARRAY_REPEATS)
     return {"ready": ready, "call": statistics.median(latencies),
-            "memory": added / WORKERS, "argument": argument, "result": result}
+            "memory": added / WORKERS, "argument": argument, "result": result, "map": mapped}
 
 
 KIND_MEASURES = (("ready", "pool ready and first result", 1e3, "ms"),
                  ("call", "one call, p50", 1e6, "µs"),
                  ("memory", "memory each worker adds (PSS)", 1 / 1024, "MiB"),
                  ("argument", "64 MiB of bytes as argument", 1e3, "ms"),
-                 ("result", "64 MiB of bytes as result", 1e3, "ms"))
+                 ("result", "64 MiB of bytes as result", 1e3, "ms"),
+                 ("map", f"map of {MAP_ITEMS:,} tiny items, defaults", 1e3, "ms"))
 
 
 def kinds_report(rounds: list[dict[str, dict[str, float]]]) -> str:
@@ -302,8 +341,9 @@ def main() -> None:
         rounds.append({name: measure(make, array) for name, make in found.items()})
         kinds.append({kind: measure_kind(kind) for kind in ("InterpreterPool", "ProcessPool")})
         print(f"round {number + 1} of {options.rounds} done", file=sys.stderr)
+    turns = alternating_maps(found, options.rounds * MAP_TURNS)
     loads = f"\nLoad average at the start: {load_at_start}; at the end: {_load()}.\n"
-    table = report(rounds) + kinds_report(kinds) + loads
+    table = report(rounds) + turns + kinds_report(kinds) + loads
     print(table)
     if options.out is not None:
         options.out.write_text(table)

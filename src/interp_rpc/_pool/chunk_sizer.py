@@ -1,9 +1,11 @@
 """How many items a map's next chunk gets, when the caller gave no chunksize.
 
 Chunk sizes grow from a few items (workers start at once, and the first
-chunks measure what an item costs) and then aim at about ``TARGET_NS`` of
-worker time per chunk, never above a balanced share of the items, so the
-load stays even across workers.
+chunks measure what an item costs), doubling, or faster where each chunk
+costs more (``growth``: a worker process pays a wake-up, a read and a reply
+for each), and then aim at about ``TARGET_NS`` of worker time per chunk,
+never above a balanced share of the items, so the load stays even across
+workers.
 
 An item's cost is the wall time a chunk took in its worker, per item. On a
 busy machine a worker thread can lose its core for milliseconds in the
@@ -43,10 +45,12 @@ MIN_MEASURED = 2
 class ChunkSizer:
     """The size of each next chunk of one map."""
 
-    def __init__(self, balanced: int) -> None:
+    def __init__(self, balanced: int, growth: int = 2) -> None:
         """``balanced``: the most items a chunk may get, so that every worker
-        gets several chunks (see MapRun)."""
+        gets several chunks (see MapRun); ``growth``: how many times larger
+        each chunk is than the one before, until the item cost is known."""
         self._balanced = max(1, balanced)
+        self._growth = growth
         self._costs: collections.deque[float] = collections.deque(maxlen=COST_WINDOW)
         self._last = 0
 
@@ -67,7 +71,7 @@ class ChunkSizer:
         return costs[middle] if len(costs) % 2 else (costs[middle - 1] + costs[middle]) / 2
 
     def next_size(self) -> int:
-        size = min(max(FIRST_CHUNK, self._last * 2), self._balanced)
+        size = min(max(FIRST_CHUNK, self._last * self._growth), self._balanced)
         cost = self.item_ns
         if cost is not None:
             aimed = int(TARGET_NS / max(cost, 1.0))

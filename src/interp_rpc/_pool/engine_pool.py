@@ -51,6 +51,12 @@ class EnginePool[Call: EngineCall](Executor, metaclass=abc.ABCMeta):
     _future_type: ClassVar[type[CallFuture]] = CallFuture
     #: How long a pool whose setup failed gives its workers to end.
     _failed_setup_close_timeout: ClassVar[float] = 1.0
+    #: Whether a map's stop flag (a byte of the caller's memory) reaches the
+    #: workers, so that sending it with each chunk is worth its cost.
+    _workers_read_stop_flag: ClassVar[bool] = True
+    #: How fast a map's chunks grow before the item cost is known (see
+    #: ChunkSizer): faster where each chunk costs more to send and reply.
+    _chunk_growth: ClassVar[int] = 2
     _engine: PoolEngine[Call]
 
     def __init__(self, workers: int, init: str | None, init_timeout: float | None,

@@ -9,9 +9,10 @@ stops the running ones before their next item.
 
 Each chunk carries hooks for its items (see chunks.py): the index of its
 first item, the map's stop flag (a byte of this process's memory that the
-worker reads before every item), and, when asked, where output goes
-(``output``: a cross-interpreter queue, see notebook/relay.py) and whether a
-failing item is collected instead of ending the map (``errors="collect"``).
+worker reads before every item, where it can: not in a worker process),
+and, when asked, where output goes (``output``: a cross-interpreter queue,
+see notebook/relay.py) and whether a failing item is collected instead of
+ending the map (``errors="collect"``).
 
 Chunks are encoded and sent one at a time, so workers start on the first
 while the caller encodes the rest. Unless ``chunksize`` is given, a
@@ -95,7 +96,7 @@ class MapRun:
         self._pending: collections.deque[tuple[int, int, EngineCall]] = collections.deque()
         self._in_flight = 0  # items in pending chunks
         self._done = 0  # items whose results were yielded
-        self._sizer = ChunkSizer(self._balanced_size())
+        self._sizer = ChunkSizer(self._balanced_size(), growth=pool._chunk_growth)
         self._measured_id = 0  # the last chunk whose cost the sizer has seen
         self._batch_items = 1  # how many items the next batch of chunks waits for
         self._output = output
@@ -175,7 +176,7 @@ class MapRun:
         # the chunks sent after it started.
         mode = pool._profiling.chunk_mode(self._spec.mode, len(chunk))
         args = chunk_arguments(chunk, start, collect=self._spec.collect, output=self._output,
-                               stop_flag=self._stop_flag)
+                               stop_flag=self._stop_flag if pool._workers_read_stop_flag else None)
         return pool._encode(self._spec.fn, args, {}, mode, start, self._spec.normalized)
 
     def _send(self, batch: list[tuple[int, int, EncodedCall]]) -> None:

@@ -158,8 +158,12 @@ def test_init_past_its_timeout_fails_fast_and_leaves_no_process() -> None:
 
 
 def _is_worker(pid: int) -> bool:
+    """Whether ``pid`` is a worker process started by this process: other
+    programs on the machine (another checkout's tests) run child.py too."""
     try:
+        with open(f"/proc/{pid}/stat") as stat:
+            parent = int(stat.read().rsplit(")", 1)[1].split()[1])
         with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
-            return b"process/child.py" in cmdline.read()
-    except FileNotFoundError:
+            return parent == os.getpid() and b"process/child.py" in cmdline.read()
+    except (FileNotFoundError, ProcessLookupError):  # ended while we looked
         return False

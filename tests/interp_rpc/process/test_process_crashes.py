@@ -28,7 +28,10 @@ def test_a_dying_call_fails_alone_and_the_pool_serves_on(
     assert slow.result() == "survived"
     assert process_pool.call("processtasks.sleep_then", 0, 7) == 7
     assert not process_pool.broken
-    assert [w.state for w in process_pool.status()] == ["idle", "idle"]
+    # The replacement starts a Python: under load the call above may have
+    # run on the other worker before it was up, so wait for it, not assume.
+    wait_until(lambda: [w.state for w in process_pool.status()] == ["idle", "idle"],
+               what="the replacement worker to be ready")
 
 
 def test_sigkill_from_outside_names_the_signal(process_pool: ProcessPool) -> None:
