@@ -181,6 +181,8 @@ export class WorkersPanel extends Widget {
 
   private checkSilence(): void {
     if (this.comm && this.heardAt !== null && now() - this.heardAt > SILENCE_SECONDS) {
+      // Which process serves the new comm: the next status says.
+      this.kernelSession = null;
       this.reopen();
     }
   }

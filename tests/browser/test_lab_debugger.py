@@ -107,8 +107,8 @@ def turn_debugger_on(browser: WebDriver) -> bool:
     # A <jp-button> web component; its tooltip tells its state.
     selector = f"{demo.NOTEBOOK} .jp-DebuggerBugButton"
     try:
-        # "Enable Debugger" once JupyterLab
-        # knows the kernel can debug (before, a click does nothing).
+        # "Enable Debugger" once JupyterLab knows the kernel can debug
+        # (before, a click does nothing).
         button = demo.wait(browser, demo.KERNEL_READY_TIMEOUT, lambda b: [
             e for e in b.find_elements(By.CSS_SELECTOR, selector)
             if e.get_attribute("title") == "Enable Debugger"], "")[0]
