@@ -33,6 +33,20 @@ const ICON = new LabIcon({
    the user may have run %load_ext interp_rpc meanwhile. */
 const RETRY_AFTER_SECONDS = 2;
 
+/* While the kernel has a pool it sends a status at least every 5 s (its
+   heartbeat): this long a silence, two heartbeats missed, means the kernel
+   that served the comm is gone, e.g. restarted by another tab or a script,
+   which this page's kernel connection is not told about. A false alarm only
+   opens the comm again. */
+const SILENCE_SECONDS = 10;
+
+/* How often the silence is checked. */
+const WATCHDOG_SECONDS = 1;
+
+function now(): number {
+  return performance.now() / 1000;
+}
+
 export class WorkersPanel extends Widget {
   private readonly note: HTMLElement;
   private readonly body: HTMLElement;
@@ -42,6 +56,14 @@ export class WorkersPanel extends Widget {
   private kernel: Kernel.IKernelConnection | null = null;
   private comm: Kernel.IComm | null = null;
   private refusedAt = 0; // when the kernel last closed the comm at once (no target)
+  /* The session of the kernel process that serves the comm, from its status
+     messages: a restart starts a process with a new session, whoever asked
+     for it. */
+  private kernelSession: string | null = null;
+  /* When the comm last heard a status, while a pool heartbeats; null when no
+     heartbeat is due (no pool, or not answered yet). */
+  private heardAt: number | null = null;
+  private watchdog: number | null = null;
 
   constructor(private readonly openProfile: (data: Record<string, unknown>) => void) {
     super();
@@ -106,11 +128,12 @@ export class WorkersPanel extends Widget {
   private onStatusChanged(_: unknown, status: Kernel.Status): void {
     if (status === 'restarting' || status === 'autorestarting' || status === 'dead') {
       this.disconnect();
+      this.kernelSession = null; // the next kernel process's status sets it
       this.body.replaceChildren();
       this.showNote('The kernel is restarting.');
     } else if (status === 'idle' && this.kernel && !this.comm) {
       // After a restart, or once the extension may have been loaded.
-      if (performance.now() / 1000 - this.refusedAt >= RETRY_AFTER_SECONDS) {
+      if (now() - this.refusedAt >= RETRY_AFTER_SECONDS) {
         this.openComm(this.kernel);
       }
     }
@@ -118,7 +141,10 @@ export class WorkersPanel extends Widget {
 
   private connect(kernel: Kernel.IKernelConnection | null): void {
     this.disconnect();
+    this.kernel?.iopubMessage.disconnect(this.onIopub, this);
     this.kernel = kernel;
+    this.kernelSession = null;
+    kernel?.iopubMessage.connect(this.onIopub, this);
     this.body.replaceChildren();
     if (!kernel) {
       this.showNote(this.notebook ? 'The notebook has no kernel.' : 'No notebook is active.');
@@ -127,14 +153,50 @@ export class WorkersPanel extends Widget {
     this.openComm(kernel);
   }
 
+  /* A status from another kernel process than the one serving the comm:
+     the kernel was restarted without this page asking (its status signals
+     only tell of restarts asked from here). Open the comm on the new one. */
+  private onIopub(kernel: Kernel.IKernelConnection, msg: KernelMessage.IIOPubMessage): void {
+    if (msg.header.msg_type !== 'status' || kernel !== this.kernel) {
+      return;
+    }
+    const session = msg.header.session;
+    if (this.kernelSession === null || !this.comm) {
+      this.kernelSession = session;
+    } else if (session !== this.kernelSession) {
+      this.kernelSession = session;
+      this.reopen();
+    }
+  }
+
+  /* The comm again, on the same kernel connection, as after a restart. */
+  private reopen(): void {
+    const kernel = this.kernel;
+    this.disconnect();
+    this.body.replaceChildren();
+    if (kernel) {
+      this.openComm(kernel);
+    }
+  }
+
+  private checkSilence(): void {
+    if (this.comm && this.heardAt !== null && now() - this.heardAt > SILENCE_SECONDS) {
+      // Which process serves the new comm: the next status says.
+      this.kernelSession = null;
+      this.reopen();
+    }
+  }
+
   private openComm(kernel: Kernel.IKernelConnection): void {
     if (kernel.isDisposed || kernel.status === 'dead') {
       return;
     }
     this.showNote('Asking the kernel for its pool…');
     const comm = kernel.createComm(WORKERS_TARGET);
-    const openedAt = performance.now() / 1000;
+    const openedAt = now();
     this.comm = comm;
+    this.heardAt = null;
+    this.watchdog ??= window.setInterval(() => this.checkSilence(), WATCHDOG_SECONDS * 1000);
     comm.onMsg = (msg: KernelMessage.ICommMsgMsg) => {
       if (this.comm === comm) {
         this.receive(msg.content.data);
@@ -145,9 +207,10 @@ export class WorkersPanel extends Widget {
         return;
       }
       this.comm = null;
+      this.heardAt = null;
       this.setButtons(false, false);
-      if (performance.now() / 1000 - openedAt < 5) {
-        this.refusedAt = performance.now() / 1000;
+      if (now() - openedAt < 5) {
+        this.refusedAt = now();
       }
       this.body.replaceChildren();
       this.showNote(
@@ -166,6 +229,11 @@ export class WorkersPanel extends Widget {
   private disconnect(): void {
     const comm = this.comm;
     this.comm = null;
+    this.heardAt = null;
+    if (this.watchdog !== null) {
+      window.clearInterval(this.watchdog);
+      this.watchdog = null;
+    }
     this.setButtons(false, false);
     if (comm && !comm.isDisposed && this.kernel && !this.kernel.isDisposed) {
       try {
@@ -198,11 +266,13 @@ export class WorkersPanel extends Widget {
     }
     switch (message.type) {
       case 'status':
+        this.heardAt = now();
         this.showNote('');
         renderStatus(this.body, message);
         this.setButtons(message.map !== null, message.pool.last_profile);
         break;
       case 'no_pool':
+        this.heardAt = null; // no heartbeat without a pool
         this.body.replaceChildren();
         this.setButtons(false, false);
         this.showNote(message.message);

@@ -375,6 +375,19 @@ nl::json interpreter::publish_iopub(const std::string& msg_type, nl::json parent
 
 void interpreter::dispatch_comm_request(const std::function<void()>& dispatch) {
   py::gil_scoped_acquire gil;
+  if (on_main_thread() && !m_shell_started && !m_detached) {
+    // The targets the kernel registers as it starts (the interp_rpc
+    // extension's Workers panel) exist once its shell has started. A comm
+    // opened before the first cell, as JupyterLab opens one after a restart,
+    // must find them.
+    try {
+      shell();
+    } catch (py::error_already_set& e) {
+      // An interrupt or a stop while IPython was imported: the request is
+      // dispatched as it is, and the next one tries again.
+      e.discard_as_unraisable("starting the shell for a comm request");
+    }
+  }
   if (!on_main_thread()) {
     // A subshell's comm request: on that subshell's own loop.
     py::module_::import("interp_rpc_kernel.subshell_loop")

@@ -318,7 +318,9 @@ void interpreter::wire_shell() {
       "text"_a, "replace"_a = false);
   // Interrupts reach the user's code only (see interrupter.hpp). IPython runs
   // it in the coroutine run_code, hence a Python wrapper.
-  py::dict scope;
+  // Named in the kernel's package: the debugger hides that package's frames,
+  // so the Call Stack starts at the cell, as ipykernel's does.
+  py::dict scope("__name__"_a = "interp_rpc_kernel.interruptible");
   py::exec(R"(
 def interruptible(run_code, open_window, close_window):
     async def run_interruptible_code(code_obj, result=None, *, async_=False):

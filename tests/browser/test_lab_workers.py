@@ -16,7 +16,10 @@ Artifacts, kept after the run, in build/artifacts/browser-workers/:
 
 from __future__ import annotations
 
+import json
 import re
+import time
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +31,7 @@ import test_lab_demo as demo  # noqa: E402
 from lab_session import Server, new_browser, serving  # noqa: E402
 from profile_notebooks import PAGE_TIMEOUT, notebook  # noqa: E402
 from selenium.common.exceptions import TimeoutException  # noqa: E402
+from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
 
@@ -68,8 +72,8 @@ pytestmark = demo.pytestmark
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    with serving(tmp_path_factory, ARTIFACTS,
-                 {f"workers-{theme}.ipynb": notebook(CELLS) for theme in THEMES}) as server:
+    notebooks = {f"workers-{theme}.ipynb": notebook(CELLS) for theme in THEMES}
+    with serving(tmp_path_factory, ARTIFACTS, notebooks | followed_notebooks()) as server:
         yield server
 
 
@@ -285,3 +289,236 @@ def test_the_panel_reconnects_after_a_kernel_restart(watched: Watched) -> None:
                   lambda b: "No pool" in (s := panel_now(b))["note"] and not s["states"], "")
     except TimeoutException:
         pytest.fail(f"the panel did not reconnect after the restart: {panel_now(browser)}")
+
+
+# ------------------------------------- the panel follows the active notebook
+
+#: Two notebooks with pools of different sizes, and one without a pool.
+FOLLOWED = {"two": 2, "three": 3, "none": 0}
+
+# The pool's line above the rows: "InterpreterPool · 2 workers".
+POOL_LINE_JS = """
+const line = document.querySelector(arguments[0] + ' .irpc-workers-pool');
+return line ? line.textContent : '';"""
+
+
+def followed_name(theme: str, which: str) -> str:
+    return f"follow-{which}-{theme}.ipynb"
+
+
+def followed_notebooks() -> dict[str, Any]:
+    def cells(workers: int) -> list[str]:
+        return [f"%parallel_pool -n {workers}"] if workers else ["'no pool here'"]
+    return {followed_name(theme, which): notebook(cells(workers))
+            for theme in THEMES for which, workers in FOLLOWED.items()}
+
+
+@dataclass
+class Shown:
+    """What the panel showed for one notebook."""
+
+    notebook: str
+    rows: int
+    pool_line: str
+    note: str
+
+
+MAIN_TABS = "#jp-main-dock-panel .lm-TabBar-tab"
+
+
+def current_tab(browser: WebDriver) -> Any:
+    return browser.find_element(By.CSS_SELECTOR, f"{MAIN_TABS}.lm-mod-current")
+
+
+def activate_tab(browser: WebDriver, name: str) -> None:
+    tabs = [t for t in browser.find_elements(By.CSS_SELECTOR, MAIN_TABS)
+            if t.text.strip() == name]
+    assert tabs, f"no tab for {name} in the main area"
+    tabs[0].click()
+    demo.wait(browser, demo.UI_TIMEOUT, lambda b: current_tab(b).text.strip() == name,
+              f"clicking {name}'s tab did not make it current")
+
+
+def open_from_file_browser(browser: WebDriver, name: str) -> None:
+    """Double-click ``name`` in the file browser, as a user opens a second
+    notebook; then the Workers panel again."""
+    browser.find_element(
+        By.CSS_SELECTOR, '.jp-SideBar .lm-TabBar-tab[data-id="filebrowser"]').click()
+    # In one script: the listing redraws as its "modified" times age.
+    item = demo.wait(browser, demo.UI_TIMEOUT, lambda b: demo.js(b, """
+        return Array.from(document.querySelectorAll('.jp-DirListing-item')).find(
+          i => i.querySelector('.jp-DirListing-itemText').textContent.trim() === arguments[0]
+        ) || null;""", name), f"the file browser does not list {name}")
+    ActionChains(browser).double_click(item).perform()
+    demo.wait(browser, PAGE_TIMEOUT, lambda b: current_tab(b).text.strip() == name
+              and demo.js(b, CURRENT_KERNEL_STATUS_JS) == "idle",
+              f"{name} did not open with an idle kernel")
+    open_panel(browser)
+
+
+# The kernel status of the notebook in the current tab (several are open).
+CURRENT_KERNEL_STATUS_JS = """
+const panel = document.querySelector('#jp-main-dock-panel .jp-NotebookPanel:not(.lm-mod-hidden)');
+const indicator = panel && panel.querySelector('.jp-Notebook-ExecutionIndicator');
+return indicator ? indicator.getAttribute('data-status') : null;"""
+
+
+def run_current_notebook(browser: WebDriver) -> None:
+    demo.click_run_all(browser)
+    demo.wait(browser, demo.KERNEL_READY_TIMEOUT, lambda b: demo.js(b, """
+        const panel = document.querySelector(
+          '#jp-main-dock-panel .jp-NotebookPanel:not(.lm-mod-hidden)');
+        return Array.from(panel.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt'))
+          .every(p => /^\\[\\d+\\]:$/.test(p.textContent.trim()));""")
+        and demo.js(b, CURRENT_KERNEL_STATUS_JS) == "idle",
+        "Run All did not finish in the current notebook")
+
+
+def shown_for(browser: WebDriver, name: str, workers: int) -> Shown:
+    """What the panel shows once it shows ``workers`` rows (0: the no-pool
+    note), the notebook ``name`` being current."""
+    def settled(b: WebDriver) -> bool:
+        shown = panel_now(b)
+        if workers:
+            return len(shown["states"]) == workers
+        return "No pool" in shown["note"] and not shown["states"]
+
+    try:
+        demo.wait(browser, demo.KERNEL_READY_TIMEOUT, settled, "")
+    except TimeoutException:
+        pytest.fail(f"with {name} current, the panel shows {panel_now(browser)}, "
+                    f"not {workers or 'no'} workers")
+    shown = panel_now(browser)
+    return Shown(name, len(shown["states"]), demo.js(browser, POOL_LINE_JS, PANEL),
+                 shown["note"])
+
+
+def close_current_tab(browser: WebDriver) -> None:
+    """Close the current tab; its notebook ran cells, so discard the changes
+    when asked."""
+    name = current_tab(browser).text.strip()
+    current_tab(browser).find_element(By.CSS_SELECTOR, ".lm-TabBar-tabCloseIcon").click()
+
+    demo.wait(browser, demo.UI_TIMEOUT, lambda b: demo.js(b, CLOSED_JS, MAIN_TABS, name),
+              f"{name}'s tab did not close")
+
+
+# Whether the tab named arguments[1] is gone; clicks Discard when JupyterLab
+# asks about unsaved changes. In one script: the dialog and tabs redraw.
+CLOSED_JS = """
+const discard = Array.from(document.querySelectorAll('.jp-Dialog .jp-Dialog-button'))
+  .find(b => ['Discard', "Don't Save"].includes(b.textContent.trim()));
+if (discard) discard.click();
+return !Array.from(document.querySelectorAll(arguments[0]))
+  .some(t => t.textContent.trim() === arguments[1]);"""
+
+
+@dataclass
+class Followed:
+    """What the panel showed as one theme's user switched notebooks."""
+
+    theme: str
+    browser: WebDriver
+    switches: list[Shown] = field(default_factory=list)
+    after_closing: list[Shown] = field(default_factory=list)
+
+
+@pytest.fixture(scope="module", params=list(THEMES))
+def followed(request: pytest.FixtureRequest, server: Server,
+             tmp_path_factory: pytest.TempPathFactory) -> Iterator[Followed]:
+    theme = request.param
+    server.shut_down_kernels()
+    server.put_setting("@jupyterlab/apputils-extension:themes", {"theme": THEMES[theme]})
+    browser = new_browser(tmp_path_factory, ARTIFACTS, f"follow-{theme}")
+    result = Followed(theme, browser)
+    names = {which: followed_name(theme, which) for which in FOLLOWED}
+    try:
+        lab = server.lab
+        browser.get(f"{lab.url}/lab/workspaces/follow-{theme}/tree/{names['two']}"
+                    f"?token={lab.token}")
+        demo.wait(browser, PAGE_TIMEOUT, lambda b: demo.js(b, CURRENT_KERNEL_STATUS_JS) == "idle",
+                  f"{names['two']} and its kernel did not become ready")
+        open_panel(browser)
+        run_current_notebook(browser)
+        result.switches.append(shown_for(browser, names["two"], FOLLOWED["two"]))
+        open_from_file_browser(browser, names["three"])
+        run_current_notebook(browser)
+        result.switches.append(shown_for(browser, names["three"], FOLLOWED["three"]))
+        for which in ("two", "three"):
+            activate_tab(browser, names[which])
+            result.switches.append(shown_for(browser, names[which], FOLLOWED[which]))
+        open_from_file_browser(browser, names["none"])
+        result.switches.append(shown_for(browser, names["none"], 0))
+        browser.find_element(By.CSS_SELECTOR, PANEL).screenshot(
+            str(ARTIFACTS / f"{theme}-workers-no-pool.png"))
+        close_current_tab(browser)  # the one without a pool
+        activate_tab(browser, names["three"])
+        close_current_tab(browser)
+        shown = shown_for(browser, names["two"], FOLLOWED["two"])
+        result.after_closing.append(shown)
+        browser.find_element(By.CSS_SELECTOR, PANEL).screenshot(
+            str(ARTIFACTS / f"{theme}-workers-followed.png"))
+        yield result
+    except BaseException:
+        browser.save_screenshot(str(ARTIFACTS / f"follow-{theme}-failure.png"))
+        raise
+    finally:
+        try:
+            entries = browser.get_log("browser")
+            (ARTIFACTS / f"browser-console-follow-{theme}.log").write_text(
+                "".join(f"{e['level']} {e['message']}\n" for e in entries))
+        finally:
+            browser.quit()
+
+
+def test_switching_notebooks_switches_the_panel_to_their_pool(followed: Followed) -> None:
+    seen = [(s.notebook, s.rows) for s in followed.switches]
+    names = [followed_name(followed.theme, w) for w in ("two", "three", "two", "three", "none")]
+    assert seen == list(zip(names, [2, 3, 2, 3, 0], strict=True)), seen
+    for shown in followed.switches:
+        if shown.rows:
+            assert shown.pool_line.endswith(f"{shown.rows} workers"), shown
+
+
+def test_a_notebook_without_a_pool_shows_the_no_pool_state(followed: Followed) -> None:
+    none = followed.switches[-1]
+    assert none.rows == 0 and "No pool" in none.note, none
+    assert none.pool_line == "", "the last notebook's totals are still shown"
+
+
+def test_closing_a_notebook_leaves_the_panel_on_the_other(followed: Followed) -> None:
+    browser = followed.browser
+    assert current_tab(browser).text.strip() == followed_name(followed.theme, "two")
+    assert followed.after_closing[0].rows == 2, followed.after_closing
+
+
+def restart_through_rest(server: Server, path: str) -> None:
+    """POST /api/kernels/<id>/restart for the kernel of ``path``, as another
+    tab or a script does: this page is not told."""
+    lab = server.lab
+    sessions = [s for s in lab.api("/api/sessions") if s["path"].endswith(path)]
+    assert len(sessions) == 1, f"expected one session for {path}: {sessions}"
+    # The server answers once the new kernel is up: allow for a loaded machine.
+    request = urllib.request.Request(
+        f"{lab.url}/api/kernels/{sessions[0]['kernel']['id']}/restart", data=b"",
+        method="POST", headers={"Authorization": f"token {lab.token}"})
+    with urllib.request.urlopen(request, timeout=demo.KERNEL_READY_TIMEOUT) as response:
+        assert json.loads(response.read())["id"] == sessions[0]["kernel"]["id"]
+
+
+def test_a_restart_made_elsewhere_shows_the_new_kernel_without_a_pool(
+        followed: Followed, server: Server) -> None:
+    """Runs last for its theme: the restart ends the pool the others read."""
+    browser = followed.browser
+    assert panel_now(browser)["states"] == ["idle", "idle"]
+    restart_through_rest(server, followed_name(followed.theme, "two"))
+    started = time.monotonic()
+    try:
+        demo.wait(browser, PAGE_TIMEOUT,
+                  lambda b: "No pool" in (s := panel_now(b))["note"] and not s["states"], "")
+    except TimeoutException:
+        pytest.fail(f"after a restart through the REST API the panel still shows "
+                    f"{panel_now(browser)}")
+    (ARTIFACTS / f"{followed.theme}-restart-seconds.txt").write_text(
+        f"the panel showed the restarted kernel {time.monotonic() - started:.1f} s after "
+        "the server answered the restart\n")

@@ -217,6 +217,22 @@ def test_a_breakpoint_in_a_function_another_cell_calls(debugging: DebugClient) -
     assert debugging.kernel.collect(msg_id, timeout=WAIT).status == "ok"
 
 
+def test_the_call_stack_shows_the_users_frames_only(debugging: DebugClient) -> None:
+    """JupyterLab's Call Stack lists every frame the kernel reports: the
+    kernel's own (its wrapper around the cell's code too) stay hidden."""
+    definition = "def halve(x):\n    y = x // 2\n    return y\n"
+    debugging.set_breakpoints(definition, [2])
+    debugging.request("configurationDone")
+    assert debugging.kernel.execute(definition).status == "ok"
+
+    msg_id, thread = debugging.run_to_breakpoint("halved = halve(8)\n")
+    frames = debugging.request("stackTrace", {"threadId": thread})["body"]["stackFrames"]
+    assert [f["name"] for f in frames] == ["halve", "<module>"], [
+        (f["name"], f.get("source", {}).get("path")) for f in frames]
+    debugging.request("continue", {"threadId": thread})
+    assert debugging.kernel.collect(msg_id, timeout=WAIT).status == "ok"
+
+
 def test_stepping_into_a_module_file(debugging: DebugClient, tmp_path: Path) -> None:
     module = tmp_path / "stepped_module.py"
     module.write_text("def triple(n):\n    m = n * 3\n    return m\n")

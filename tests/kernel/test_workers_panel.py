@@ -355,3 +355,14 @@ def test_unloading_the_extension_closes_the_panels_comm(each_kernel: Kernel) -> 
     # Reloaded, it serves a new panel again.
     assert each_kernel.execute("%load_ext interp_rpc").status == "ok"
     assert Panel(each_kernel).open()["type"] in ("status", "no_pool")
+
+
+def test_a_panel_opened_before_the_first_cell_is_served(kernel: Kernel) -> None:
+    """JupyterLab opens the panel's comm on the main shell as soon as the
+    kernel answers, with no cell run yet: after a restart made from another
+    tab or a script, too. Our kernel registers the target as its shell
+    starts, so the comm must not find it missing."""
+    panel = Panel(kernel)
+    panel._shell("comm_open", {"comm_id": panel.comm_id, "target_name": TARGET, "data": {}})
+    first = panel.next_message()
+    assert first["type"] == "no_pool", first
