@@ -61,6 +61,31 @@ def serving(tmp_path_factory: pytest.TempPathFactory, artifacts: Path,
         demo.stop_server(lab)
 
 
+@contextmanager
+def browser_kept(browser: WebDriver, artifacts: Path, name: str,
+                 console: list[str] | None = None) -> Iterator[None]:
+    """Around what a test module's browser does (a fixture's setup and the
+    tests that use it): if it fails, a screenshot and the page's DOM
+    (``{name}-failure.png`` and ``.html``); in any case, the browser's
+    console log, after the lines of ``console`` that a test read already
+    (``browser-console-{name}.log``; ``console`` gets the rest too); then
+    the browser quits."""
+    lines = console if console is not None else []
+    try:
+        yield
+    except BaseException:
+        browser.save_screenshot(str(artifacts / f"{name}-failure.png"))
+        (artifacts / f"{name}-failure.html").write_text(browser.page_source)
+        raise
+    finally:
+        try:
+            lines.extend(f"{e['level']} {e['message']}" for e in browser.get_log("browser"))
+            (artifacts / f"browser-console-{name}.log").write_text(
+                "".join(f"{line}\n" for line in lines))
+        finally:
+            browser.quit()
+
+
 def new_browser(tmp_path_factory: pytest.TempPathFactory, artifacts: Path,
                 name: str) -> WebDriver:
     """Headless Chromium, its chromedriver log in ``artifacts``."""

@@ -24,7 +24,7 @@ import pytest
 webdriver = pytest.importorskip("selenium.webdriver")
 import test_lab_demo as demo  # noqa: E402
 import test_lab_profile as profile  # noqa: E402
-from lab_session import Server, new_browser, serving  # noqa: E402
+from lab_session import Server, browser_kept, new_browser, serving  # noqa: E402
 from profile_notebooks import notebook  # noqa: E402
 from selenium.common.exceptions import TimeoutException  # noqa: E402
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
@@ -214,7 +214,7 @@ def session(request: pytest.FixtureRequest, server: Server,
     server.put_setting("@jupyterlab/apputils-extension:themes", {"theme": THEMES[theme]})
     browser = new_browser(tmp_path_factory, ARTIFACTS, theme)
     result = Session(theme, browser)
-    try:
+    with browser_kept(browser, ARTIFACTS, theme):
         profile.open_and_wait_idle(browser, server, f"debugger-{theme}.ipynb")
         result.button_pressed = turn_debugger_on(browser)
         open_sidebar(browser)
@@ -232,14 +232,6 @@ def session(request: pytest.FixtureRequest, server: Server,
         result.stops["function"] = stop_and_continue(
             result, call, {"n": "21", "m": "42"}, "function")
         yield result
-    except BaseException:
-        browser.save_screenshot(str(ARTIFACTS / f"{theme}-failure.png"))
-        raise
-    finally:
-        try:
-            profile.save_console(browser, theme)
-        finally:
-            browser.quit()
 
 
 def test_the_toolbar_button_turns_the_debugger_on(session: Session) -> None:

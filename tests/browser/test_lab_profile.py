@@ -38,7 +38,7 @@ import pytest
 
 webdriver = pytest.importorskip("selenium.webdriver")
 import test_lab_demo as demo  # noqa: E402
-from lab_session import Server, new_browser, serving  # noqa: E402
+from lab_session import Server, browser_kept, new_browser, serving  # noqa: E402
 from profile_notebooks import (  # noqa: E402
     CELLS,
     FAILING_ITEM,
@@ -115,19 +115,11 @@ def page(request: pytest.FixtureRequest, server: Server,
     server.put_setting("@jupyterlab/apputils-extension:themes", {"theme": THEMES[theme]})
     browser = new_browser(tmp_path_factory, ARTIFACTS, theme)
     result = Page(theme, browser, [])
-    try:
+    with browser_kept(browser, ARTIFACTS, theme, result.console):
         open_and_wait_idle(browser, server, f"profile-{theme}.ipynb")
         demo.run_all(browser, demo.RunAll(), len(CELLS) + (demo.KERNEL != "interp-rpc"))
         demo.screenshot_whole_notebook(browser, ARTIFACTS / f"{theme}-notebook.png")
         yield result
-    except BaseException:
-        browser.save_screenshot(str(ARTIFACTS / f"{theme}-failure.png"))
-        raise
-    finally:
-        try:
-            result.console = save_console(browser, theme, result.console)
-        finally:
-            browser.quit()
 
 
 # ------------------------------------------------------------------ helpers

@@ -30,7 +30,7 @@ import pytest
 webdriver = pytest.importorskip("selenium.webdriver")
 import test_lab_demo as demo  # noqa: E402
 import test_lab_profile as profile  # noqa: E402
-from lab_session import Server, new_browser, serving  # noqa: E402
+from lab_session import Server, browser_kept, new_browser, serving  # noqa: E402
 from selenium.common.exceptions import TimeoutException  # noqa: E402
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
@@ -168,8 +168,7 @@ def seen(request: pytest.FixtureRequest, server: Server,
     server.shut_down_kernels()  # the other theme's kernel, asleep in its cell
     server.put_setting("@jupyterlab/apputils-extension:themes", {"theme": THEMES[theme]})
     browser = new_browser(tmp_path_factory, ARTIFACTS, theme)
-    console: list[str] = []
-    try:
+    with browser_kept(browser, ARTIFACTS, theme):
         profile.open_and_wait_idle(browser, server, f"subshells-{theme}.ipynb")
         widget_cell = demo.cell_containing(browser, "ipywidgets")
         sleep_cell = demo.cell_containing(browser, "time.sleep")
@@ -197,17 +196,6 @@ def seen(request: pytest.FixtureRequest, server: Server,
         browser.save_screenshot(str(ARTIFACTS / f"{theme}-subshells.png"))
         yield Seen(theme, labels, answer, value, label.text.strip(),
                    prompt_of(browser, sleep_cell))
-    except BaseException:
-        browser.save_screenshot(str(ARTIFACTS / f"{theme}-failure.png"))
-        (ARTIFACTS / f"{theme}-failure.html").write_text(browser.page_source)
-        raise
-    finally:
-        try:
-            console = [f"{e['level']} {e['message']}" for e in browser.get_log("browser")]
-            (ARTIFACTS / f"browser-console-{theme}.log").write_text(
-                "".join(f"{line}\n" for line in console))
-        finally:
-            browser.quit()
 
 
 def test_the_notebook_offers_a_subshell_console(seen: Seen) -> None:

@@ -28,7 +28,7 @@ import pytest
 
 webdriver = pytest.importorskip("selenium.webdriver")
 import test_lab_demo as demo  # noqa: E402
-from lab_session import Server, new_browser, serving  # noqa: E402
+from lab_session import Server, browser_kept, new_browser, serving  # noqa: E402
 from profile_notebooks import PAGE_TIMEOUT, notebook  # noqa: E402
 from selenium.common.exceptions import TimeoutException  # noqa: E402
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
@@ -149,7 +149,7 @@ def watched(request: pytest.FixtureRequest, server: Server,
     server.put_setting("@jupyterlab/apputils-extension:themes", {"theme": THEMES[theme]})
     browser = new_browser(tmp_path_factory, ARTIFACTS, theme)
     result = Watched(theme, browser)
-    try:
+    with browser_kept(browser, ARTIFACTS, theme):
         lab = server.lab
         path = f"workers-{theme}.ipynb"
         browser.get(f"{lab.url}/lab/workspaces/{theme}/tree/{path}?token={lab.token}")
@@ -167,16 +167,6 @@ def watched(request: pytest.FixtureRequest, server: Server,
         browser.find_element(By.CSS_SELECTOR, PANEL).screenshot(
             str(ARTIFACTS / f"{theme}-workers-idle.png"))
         yield result
-    except BaseException:
-        browser.save_screenshot(str(ARTIFACTS / f"{theme}-failure.png"))
-        raise
-    finally:
-        try:
-            entries = browser.get_log("browser")
-            (ARTIFACTS / f"browser-console-{theme}.log").write_text(
-                "".join(f"{e['level']} {e['message']}\n" for e in entries))
-        finally:
-            browser.quit()
 
 
 def test_the_panel_shows_busy_and_stuck_workers_while_a_long_map_runs(
@@ -432,7 +422,7 @@ def followed(request: pytest.FixtureRequest, server: Server,
     browser = new_browser(tmp_path_factory, ARTIFACTS, f"follow-{theme}")
     result = Followed(theme, browser)
     names = {which: followed_name(theme, which) for which in FOLLOWED}
-    try:
+    with browser_kept(browser, ARTIFACTS, f"follow-{theme}"):
         lab = server.lab
         browser.get(f"{lab.url}/lab/workspaces/follow-{theme}/tree/{names['two']}"
                     f"?token={lab.token}")
@@ -459,16 +449,6 @@ def followed(request: pytest.FixtureRequest, server: Server,
         browser.find_element(By.CSS_SELECTOR, PANEL).screenshot(
             str(ARTIFACTS / f"{theme}-workers-followed.png"))
         yield result
-    except BaseException:
-        browser.save_screenshot(str(ARTIFACTS / f"follow-{theme}-failure.png"))
-        raise
-    finally:
-        try:
-            entries = browser.get_log("browser")
-            (ARTIFACTS / f"browser-console-follow-{theme}.log").write_text(
-                "".join(f"{e['level']} {e['message']}\n" for e in entries))
-        finally:
-            browser.quit()
 
 
 def test_switching_notebooks_switches_the_panel_to_their_pool(followed: Followed) -> None:
