@@ -73,7 +73,7 @@ std::string frame(const nl::json& body) {
 }  // namespace
 
 debugger::debugger(interpreter& interpreter)
-    : p_events(std::make_shared<event_channel>()) {
+    : m_interpreter(interpreter), p_events(std::make_shared<event_channel>()) {
   p_events->owner = &interpreter;
   // Called on the control thread only, which has stopped before xeus
   // destroys this debugger.
@@ -121,6 +121,8 @@ nl::json debugger::process_request_impl(const nl::json& header, const nl::json& 
 }
 
 void debugger::start_python_side() {
+  // JupyterLab's first debugInfo comes while IPython is still imported.
+  m_interpreter.wait_for_startup_import();
   int fds[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
     throw std::system_error(errno, std::generic_category(), "socketpair");

@@ -55,6 +55,7 @@ class debugger final : public xeus::xdebugger {
   // reply to `id`. Null if the Python side is too slow.
   nl::json exchange(const char* key, const nl::json& value, int timeout_ms);
 
+  interpreter& m_interpreter;
   std::shared_ptr<event_channel> p_events;
   int m_fd = -1;  // our end of the socket pair
   bool m_started = false;

@@ -121,6 +121,11 @@ class interpreter final : public xeus::xinterpreter {
   pybind11::object& shell();
   // Any thread: whether shell() has started IPython.
   bool shell_started() const noexcept { return m_shell_started.load(); }
+  // Any thread but the main one, without the GIL: returns once the thread
+  // that imports IPython at startup has finished (or a stop cancelled it).
+  // A thread that imports meanwhile may be handed modules that the other
+  // thread is still running: dataclasses reads a half-run `typing`.
+  void wait_for_startup_import() const;
   // Main thread, without the GIL: starts the shell if it has not started
   // (for a subshell, whose thread cannot); an error is reported, not raised.
   void start_shell_on_main();

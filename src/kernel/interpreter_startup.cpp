@@ -205,6 +205,12 @@ void interpreter::wait_for_import() {
   m_loader.attr("join")();
 }
 
+void interpreter::wait_for_startup_import() const {
+  pollfd done{m_import_done.fd(), POLLIN, 0};
+  while (::poll(&done, 1, -1) < 0 && errno == EINTR) {
+  }
+}
+
 py::object& interpreter::shell() {
   if (!m_shell) {
     start_shell();

@@ -392,6 +392,22 @@ def test_debugpy_loads_on_the_first_initialize(kernel: Kernel) -> None:
     assert kernel.execute(check).stream() == "True\n"
 
 
+def test_a_debug_request_at_startup_waits_for_ipythons_import(kernel: Kernel) -> None:
+    """JupyterLab sends debugInfo as soon as the kernel is ready, while a
+    thread still imports IPython. Importing the debugger on the control
+    thread meanwhile handed that thread half-imported modules (dataclasses
+    reads a ``typing`` that another thread is still running), and the
+    kernel died at startup. The debugger now imports once IPython is in:
+    sys.modules, which keeps the order of imports, shows which came first."""
+    DebugClient(kernel).request("debugInfo")
+    order = kernel.execute(
+        "import sys; names = list(sys.modules)\n"
+        "print([name for name in ('IPython', 'comm', 'interp_rpc_kernel.event_loop')\n"
+        "       if names.index(name) > names.index('interp_rpc_kernel.debugger')])"
+    ).stream()
+    assert order == "[]\n", f"imported after the debugger: {order}"
+
+
 @pytest.mark.parametrize("content", [
     {}, {"command": 3}, {"command": "stackTrace"}, {"command": "no such command", "seq": 4},
     {"command": "dumpCell", "arguments": {"code": 5}}, {"command": "source", "arguments": []},
