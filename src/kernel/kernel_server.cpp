@@ -112,8 +112,12 @@ kernel_server::kernel_server(zmq::context_t& context, const xeus::xkernel_config
   m_iopub.set(zmq::sockopt::sndhwm, iopub_messages_per_subscriber);
   m_iopub.set(zmq::sockopt::xpub_nodrop, 1);
   m_iopub.bind(endpoint(config, config.m_iopub_port));
+  m_shell_fd = m_shell.get(zmq::sockopt::fd);
   if (p_subshells != nullptr) {
     p_subshells->set_main_poster([this](std::function<void()> task) { post_to_main(std::move(task)); });
+    // A subshell created while the main thread is busy: the router starts
+    // watching the socket for its requests.
+    p_subshells->set_created_listener([this] { m_router_wake.notify(); });
   }
 }
 
@@ -127,12 +131,17 @@ void kernel_server::stop_threads() noexcept {
     m_control_thread.join();
   }
   {
-    std::lock_guard lock(m_shell_outbox_mutex);
-    m_shell_channel_stopping = true;
+    std::lock_guard lock(m_shell_mutex);
+    m_router_stopping = true;
   }
-  m_shell_channel_wake.notify();
-  if (m_shell_channel_thread.joinable()) {
-    m_shell_channel_thread.join();  // after sending the replies queued
+  m_router_wake.notify();
+  if (m_shell_router_thread.joinable()) {
+    m_shell_router_thread.join();
+  }
+  {
+    // Every reply made so far is sent: each thread sends its own.
+    std::lock_guard lock(m_shell_mutex);
+    m_shell_closed = true;
   }
   {
     std::lock_guard lock(m_outbox_mutex);
@@ -232,8 +241,8 @@ void kernel_server::start_impl(xeus::xpub_message message) {
   // A thread that cannot start ends start(): the kernel exits, saying which
   // (main.cpp); the destructor stops the ones that did start.
   m_io_thread = core::start_thread("the kernel's IOPub thread", [this] { run_io_loop(); });
-  m_shell_channel_thread = core::start_thread("the kernel's shell channel thread",
-                                              [this] { run_shell_channel_loop(); });
+  m_shell_router_thread = core::start_thread("the kernel's shell router thread",
+                                             [this] { run_shell_router_loop(); });
   m_control_thread =
       core::start_thread("the kernel's control thread", [this] { run_control_loop(); });
   run_shell_loop();
@@ -411,7 +420,7 @@ void kernel_server::stop_impl() {
   iopub_backlog::shared().stop();
   m_shell_wake.notify();
   m_control_wake.notify();
-  m_shell_channel_wake.notify();
+  m_router_wake.notify();
 }
 
 void kernel_server::update_config_impl(xeus::xkernel_configuration& config) const {

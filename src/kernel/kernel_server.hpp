@@ -1,16 +1,23 @@
 // The kernel's zmq server: the five Jupyter sockets, with our own framing in
 // place of xeus-zmq's server (src/kernel/README.md says why).
 //
-// Threads and sockets. Each socket is used by one thread only:
-// - the shell channel thread owns shell. It reads every request, checks it,
-//   and routes it: a request whose header names a subshell goes to that
-//   subshell's queue (subshells.hpp), any other to the main thread's. It
-//   sends the replies that any thread queues (send_shell), in order.
+// Threads and sockets. Each socket but shell is used by one thread only:
+// - shell is shared, under m_shell_mutex: any thread sends its own replies
+//   on it, as it makes them. Requests are read by whichever thread watches
+//   the socket, which checks each and routes it: a request whose header
+//   names a subshell goes to that subshell's queue (subshells.hpp), any
+//   other to the main thread's. Who watches:
+//   - the main thread, while it is idle: the main shell's requests then
+//     reach it with no thread in between, as before subshells existed;
+//   - the shell router thread, while the main thread handles a request and
+//     a subshell exists, so that the subshell's requests are routed at once.
+//     With no subshell, requests wait in zmq until the main thread is free.
 // - the main thread runs the shell loop in start(); it handles the main
-//   shell's requests (CPython raises KeyboardInterrupt only there). Between requests it waits in the idle waiter
-//   (the interpreter's asyncio loop, which watches the main queue's wake
-//   pipe and the stop's), or in zmq_poll when there is none; it also runs
-//   the tasks other threads post to it (post_to_main);
+//   shell's requests (CPython raises KeyboardInterrupt only there). Between
+//   requests it waits in the idle waiter (the interpreter's asyncio loop,
+//   which watches the shell socket, the main queue's wake pipe and the
+//   stop's), or in zmq_poll when there is none; it also runs the tasks other
+//   threads post to it (post_to_main);
 // - the control thread owns control: interrupt and shutdown are served while
 //   the main thread runs a cell;
 // - stdin belongs to the thread that asks for input: the cell's, a thread
@@ -107,10 +114,16 @@ class kernel_server final : public xeus::xserver {
   std::optional<xeus::xmessage> next_main_request();
   // Any thread: `task` runs on the main thread between two requests.
   void post_to_main(std::function<void()> task);
-  void run_shell_channel_loop();
-  // Shell channel thread: checks one request and queues it where it runs.
+  // Shell router thread: routes requests while the main thread is busy.
+  void run_shell_router_loop();
+  // Any thread: reads every request waiting on the shell socket, and routes
+  // each (route_shell_request). Reading also re-arms the socket's
+  // descriptor, which signals a change, not a message.
+  void read_shell_requests();
+  // Checks one request and queues it where it runs.
   void route_shell_request(const frame_list& frames);
-  void send_queued_replies();
+  // The main thread starts (true) or ends (false) a request or a task.
+  void set_main_busy(bool busy);
   void run_control_loop();
   void run_io_loop();
   frame_list welcome_frames(const zmq::message_t& subscription) const;
@@ -159,17 +172,23 @@ class kernel_server final : public xeus::xserver {
   std::deque<std::function<void()>> m_main_tasks;     // guarded by m_inbox_mutex
   wake_pipe m_inbox_wake;
 
-  // Replies for the shell socket, from any thread.
-  std::mutex m_shell_outbox_mutex;
-  std::deque<frame_list> m_shell_outbox;  // guarded by m_shell_outbox_mutex
-  bool m_shell_channel_stopping = false;  // guarded by m_shell_outbox_mutex
-  wake_pipe m_shell_channel_wake;
+  // The shell socket's users: the sender of each reply, the reader of
+  // requests. m_shell_fd is zmq's descriptor for it, readable when the
+  // socket's state changed (a request may be there).
+  std::mutex m_shell_mutex;
+  bool m_shell_closed = false;  // guarded by m_shell_mutex
+  int m_shell_fd = -1;
+  // Whether the main thread handles a request or a task; the shell router
+  // thread watches the socket only then. m_router_wake: look again.
+  std::atomic<bool> m_main_busy{false};
+  bool m_router_stopping = false;  // guarded by m_shell_mutex
+  wake_pipe m_router_wake;
 
   std::mutex m_outbox_mutex;
   std::deque<frame_list> m_outbox;  // guarded by m_outbox_mutex
   bool m_io_stopping = false;       // guarded by m_outbox_mutex
 
-  std::thread m_shell_channel_thread;
+  std::thread m_shell_router_thread;
   std::thread m_control_thread;
   std::thread m_io_thread;
 };

@@ -1,9 +1,10 @@
-// kernel_server's shell channel: the thread that owns the shell socket and
-// routes each request to the main thread's queue or a subshell's, and the
-// main thread's side of that queue (see kernel_server.hpp).
+// kernel_server's shell socket: replies sent by the thread that makes them,
+// requests read by the idle main thread or the shell router thread and
+// routed to the main thread's queue or a subshell's (see kernel_server.hpp).
 #include <iostream>
 #include <utility>
 #include <variant>
+#include <vector>
 
 #include "kernel/kernel_server.hpp"
 #include "kernel/request_check.hpp"
@@ -13,14 +14,36 @@ namespace interp_rpc::kernel {
 
 void kernel_server::send_shell_impl(xeus::xmessage message) {
   frame_list frames = serialize_message(message, m_signer, m_error_handler);
-  bool was_empty = false;
+  bool request_waiting = false;
   {
-    std::lock_guard lock(m_shell_outbox_mutex);
-    was_empty = m_shell_outbox.empty();
-    m_shell_outbox.push_back(std::move(frames));
+    std::lock_guard lock(m_shell_mutex);
+    if (m_shell_closed) {
+      return;  // a subshell that outlived the shutdown
+    }
+    send_frames(m_shell, frames);
+    // Sending may take the descriptor's signal for a request that arrived
+    // meanwhile: then whoever watches would wait for ever. Tell both.
+    request_waiting = (m_shell.get(zmq::sockopt::events) & ZMQ_POLLIN) != 0;
   }
-  if (was_empty) {
-    m_shell_channel_wake.notify();
+  if (request_waiting) {
+    m_inbox_wake.notify();
+    m_router_wake.notify();
+  }
+}
+
+void kernel_server::read_shell_requests() {
+  std::vector<frame_list> requests;
+  {
+    std::lock_guard lock(m_shell_mutex);
+    // Once stopping, requests still on the socket are not read.
+    frame_list frames;
+    while (!m_shell_closed && !m_stopping && receive_frames(m_shell, frames)) {
+      requests.push_back(std::move(frames));
+    }
+  }
+  // Unlocked: routing may send an error reply.
+  for (const frame_list& request : requests) {
+    route_shell_request(request);
   }
 }
 
@@ -32,28 +55,45 @@ void kernel_server::run_shell_loop() {
     // Before looking: a request queued after this is signalled anew.
     m_inbox_wake.drain();
     m_shell_wake.drain();
+    read_shell_requests();
     run_main_tasks();
     if (m_stopping) {
       break;
     }
     // One request at a time, so that a stop between two is seen at once.
     if (std::optional<xeus::xmessage> request = next_main_request()) {
+      set_main_busy(true);
       deliver_checked(std::move(*request), xeus::channel::SHELL, deliver);
+      set_main_busy(false);
       continue;
     }
     wait_for_shell();
   }
 }
 
+void kernel_server::set_main_busy(bool busy) {
+  m_main_busy = busy;
+  // Set before looking: a subshell created after the look wakes the router
+  // itself (subshells' created listener), and finds the flag set.
+  if (busy && p_subshells != nullptr && p_subshells->any()) {
+    m_router_wake.notify();
+  }
+}
+
 void kernel_server::wait_for_shell() {
-  const int fds[] = {m_inbox_wake.fd(), m_shell_wake.fd()};
+  // zmq's descriptor signals a change of the socket's state, not that a
+  // request is there: read_shell_requests() read all there was, which also
+  // re-armed it.
+  const int fds[] = {m_shell_fd, m_inbox_wake.fd(), m_shell_wake.fd()};
   if (m_wait_while_idle && m_wait_while_idle(fds)) {
     // What woke it, or nothing (an early return): the caller looks, and
     // comes back.
     return;
   }
-  zmq::pollitem_t items[] = {{nullptr, fds[0], ZMQ_POLLIN, 0}, {nullptr, fds[1], ZMQ_POLLIN, 0}};
-  poll(items, 2);
+  zmq::pollitem_t items[] = {{nullptr, fds[0], ZMQ_POLLIN, 0},
+                             {nullptr, fds[1], ZMQ_POLLIN, 0},
+                             {nullptr, fds[2], ZMQ_POLLIN, 0}};
+  poll(items, 3);
 }
 
 void kernel_server::run_main_tasks() {
@@ -62,9 +102,16 @@ void kernel_server::run_main_tasks() {
     std::lock_guard lock(m_inbox_mutex);
     tasks.swap(m_main_tasks);
   }
+  if (tasks.empty()) {
+    return;
+  }
+  // A task (starting IPython for a subshell) may take a while: the
+  // subshells' requests are routed meanwhile.
+  set_main_busy(true);
   for (std::function<void()>& task : tasks) {
     task();
   }
+  set_main_busy(false);
 }
 
 std::optional<xeus::xmessage> kernel_server::next_main_request() {
@@ -85,43 +132,26 @@ void kernel_server::post_to_main(std::function<void()> task) {
   m_inbox_wake.notify();
 }
 
-void kernel_server::run_shell_channel_loop() {
-  zmq::pollitem_t items[] = {{m_shell.handle(), 0, ZMQ_POLLIN, 0},
-                             {nullptr, m_shell_channel_wake.fd(), ZMQ_POLLIN, 0}};
-  frame_list frames;
+void kernel_server::run_shell_router_loop() {
+  zmq::pollitem_t items[] = {{nullptr, m_router_wake.fd(), ZMQ_POLLIN, 0},
+                             {nullptr, m_shell_fd, ZMQ_POLLIN, 0}};
   while (true) {
-    // Once stopping, only the wake: the requests left on the socket would
-    // keep it readable.
-    if (m_stopping) {
-      poll(&items[1], 1);
-    } else {
-      poll(items, 2);
-    }
-    if (readable(items[1])) {
-      m_shell_channel_wake.drain();
-    }
-    send_queued_replies();
-    {
-      std::lock_guard lock(m_shell_outbox_mutex);
-      if (m_shell_channel_stopping && m_shell_outbox.empty()) {
+    // The socket only while the main thread cannot read it: otherwise both
+    // would wake for each request. A flag that changes after this look
+    // comes with a wake (set_main_busy), or is a change to idle, after which
+    // the main thread reads the socket itself.
+    const bool watch_socket = m_main_busy && !m_stopping;
+    poll(items, watch_socket ? 2 : 1);
+    if (readable(items[0])) {
+      m_router_wake.drain();
+      std::lock_guard lock(m_shell_mutex);
+      if (m_router_stopping) {
         return;
       }
     }
-    // Once stopping, requests still on the socket are not read.
-    while (!m_stopping && receive_frames(m_shell, frames)) {
-      route_shell_request(frames);
+    if (m_main_busy) {
+      read_shell_requests();
     }
-  }
-}
-
-void kernel_server::send_queued_replies() {
-  std::deque<frame_list> replies;
-  {
-    std::lock_guard lock(m_shell_outbox_mutex);
-    replies.swap(m_shell_outbox);
-  }
-  for (frame_list& reply : replies) {
-    send_frames(m_shell, reply);
   }
 }
 
@@ -155,7 +185,10 @@ void kernel_server::route_shell_request(const frame_list& frames) {
       std::lock_guard lock(m_inbox_mutex);
       m_main_requests.push_back(std::move(request));
     }
-    m_inbox_wake.notify();
+    // The main thread looks at its queue after reading the socket itself.
+    if (std::this_thread::get_id() != m_main_thread) {
+      m_inbox_wake.notify();
+    }
   } catch (const std::exception& e) {
     std::cerr << "interp-rpc-kernel: error while routing a shell request: " << e.what()
               << std::endl;
@@ -163,6 +196,7 @@ void kernel_server::route_shell_request(const frame_list& frames) {
 }
 
 void kernel_server::abort_queue_impl(const listener& l, long polling_interval) {
+  read_shell_requests();
   while (std::optional<xeus::xmessage> request = next_main_request()) {
     deliver_checked(std::move(*request), xeus::channel::SHELL, l);
     if (polling_interval > 0) {

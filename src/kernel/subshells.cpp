@@ -59,6 +59,10 @@ void subshells::set_handler(handler h) { m_handler = std::move(h); }
 
 void subshells::set_main_poster(main_poster poster) { m_post_to_main = std::move(poster); }
 
+void subshells::set_created_listener(std::function<void()> listener) {
+  m_created_listener = std::move(listener);
+}
+
 std::string subshells::create() {
   auto s = std::make_shared<subshell>();
   s->id = new_uuid();
@@ -70,7 +74,15 @@ std::string subshells::create() {
   // may still finish its request after the list has forgotten it.
   s->thread = std::thread([s, h = m_handler] { run(s, h); });
   m_subshells.push_back(s);
+  if (m_created_listener) {
+    m_created_listener();
+  }
   return s->id;
+}
+
+bool subshells::any() const {
+  std::lock_guard lock(m_mutex);
+  return !m_subshells.empty();
 }
 
 bool subshells::remove(const std::string& id) {

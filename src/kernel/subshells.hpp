@@ -9,8 +9,8 @@
 //
 // Threads.
 // - create() and remove() are called on the control thread, list() on any;
-// - deliver() on the server's shell channel thread, which reads the shell
-//   socket and routes each request (kernel_server);
+// - deliver() on the server's thread that reads the shell socket and routes
+//   each request: the idle main thread or the shell router (kernel_server);
 // - each subshell's thread takes its requests one at a time and hands them
 //   to the handler (shell_protocol), which holds the GIL only while Python
 //   runs.
@@ -55,6 +55,8 @@ class subshells {
   // Before the first create().
   void set_handler(handler h);
   void set_main_poster(main_poster poster);
+  // Called (on the control thread) after each create().
+  void set_created_listener(std::function<void()> listener);
 
   // Starts a subshell; returns its id (a UUID, as ipykernel's).
   std::string create();
@@ -63,6 +65,8 @@ class subshells {
   bool remove(const std::string& id);
   // The ids of the subshells, oldest first.
   std::vector<std::string> list() const;
+  // Whether there is a subshell.
+  bool any() const;
 
   // Queues `request` for subshell `id`; false (and `request` left alone) if
   // there is none.
@@ -108,6 +112,7 @@ class subshells {
   bool m_threads_left = false;                          // guarded by m_mutex
   handler m_handler;
   main_poster m_post_to_main;
+  std::function<void()> m_created_listener;
 };
 
 }  // namespace interp_rpc::kernel

@@ -245,6 +245,34 @@ def test_a_subshell_answers_while_the_main_shell_runs_a_cell(traffic: Traffic) -
     assert delete_subshell(traffic.kernel, subshell)["content"]["status"] == "ok"
 
 
+def test_a_subshell_created_while_the_main_shell_runs_a_cell_answers_at_once(
+        traffic: Traffic) -> None:
+    """JupyterLab creates a console's subshell when the console opens, which
+    may be in the middle of a long cell."""
+    main = traffic.execute("import time; time.sleep(5); 'main done'")
+    traffic.busy(main)
+    subshell = create_subshell(traffic.kernel)
+    answer = traffic.done(traffic.execute("6 * 7", subshell))
+    assert result_of(answer) == "42"
+    assert main.msg_id not in traffic.replies, "the main shell's 5 s cell ended first"
+    assert result_of(traffic.done(main)) == "'main done'"
+    assert delete_subshell(traffic.kernel, subshell)["content"]["status"] == "ok"
+
+
+def test_requests_to_both_shells_at_once_are_all_answered(traffic: Traffic) -> None:
+    """The shell socket carries both shells' requests and replies: a reply a
+    subshell sends while a request for the main shell arrives must not make
+    that request wait for ever."""
+    subshell = create_subshell(traffic.kernel)
+    sent = []
+    for i in range(150):
+        sent.append(traffic.execute(f"x = {i}"))
+        sent.append(traffic.execute(f"y = {i}", subshell))
+    for request in sent:
+        assert traffic.reply(request, timeout=60)["content"]["status"] == "ok"
+    assert delete_subshell(traffic.kernel, subshell)["content"]["status"] == "ok"
+
+
 def test_subshell_output_carries_its_request_as_parent(traffic: Traffic) -> None:
     subshell = create_subshell(traffic.kernel)
     code = ("import sys\n"
