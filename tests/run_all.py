@@ -49,6 +49,8 @@ from sanitized_runs import (
 )
 
 PYTEST_NO_TESTS_COLLECTED = 5
+#: How many failing tests the summary names; the rest are in the output.
+FAILURES_LISTED = 12
 LINTED = ("src", "tests", "bench")
 BUSY_LOOP = "while True: pass"
 TESTS = Path("tests")
@@ -143,10 +145,30 @@ def relay(stream: IO[str], prefix: str, kept: list[str], started: float) -> None
     sys.stdout.flush()
 
 
-def call_side_by_side(commands: list[list[str]], env: dict[str, str]) -> int:
-    """Runs the commands at once; returns the first non-zero exit code, or 0.
-    A failing command's whole output is shown again at the end, in one
-    piece, since its lines came interleaved with the others'."""
+def failures_in(lines: list[str]) -> list[str]:
+    """The tests that pytest's short summary (``-ra``) names as failed or in
+    error, each once, without its message: a selenium message alone is
+    twenty lines of addresses."""
+    found: list[str] = []
+    for line in lines:
+        kind, _, rest = line.partition(" ")
+        if kind in ("FAILED", "ERROR") and rest.startswith("tests/"):
+            entry = f"{kind} {rest.split(' - ', 1)[0].strip()}"
+            if entry not in found:
+                found.append(entry)
+    return found
+
+
+@dataclass
+class SideBySide:
+    code: int  # the first non-zero exit code, or 0
+    failures: list[str]  # failures_in() of the failing commands' output
+
+
+def call_side_by_side(commands: list[list[str]], env: dict[str, str]) -> SideBySide:
+    """Runs the commands at once. A failing command's whole output is shown
+    again at the end, in one piece, since its lines came interleaved with the
+    others'."""
     children = []
     started = time.monotonic()
     for n, argv in enumerate(commands, start=1):
@@ -158,6 +180,7 @@ def call_side_by_side(commands: list[list[str]], env: dict[str, str]) -> int:
         reader.start()
         children.append((child, reader, kept))
     codes = []
+    failures: list[str] = []
     for n, (child, reader, kept) in enumerate(children, start=1):
         try:
             codes.append(child.wait())
@@ -169,19 +192,29 @@ def call_side_by_side(commands: list[list[str]], env: dict[str, str]) -> int:
         if codes[-1] != 0:
             print(f"\n=== half [{n}] exited with {codes[-1]}; its whole output:", flush=True)
             sys.stdout.write("".join(kept))
-    return next((code for code in codes if code != 0), 0)
+            failures.extend(failures_in(kept))
+    return SideBySide(next((code for code in codes if code != 0), 0), failures)
+
+
+@dataclass
+class StepResult:
+    name: str
+    ok: bool
+    failures: list[str] = field(default_factory=list)  # tests named, when known
 
 
 def run_step(name: str, commands: list[list[str]], env: dict[str, str],
-             reports: Path | None) -> bool:
+             reports: Path | None) -> StepResult:
     for n, argv in enumerate(commands, start=1):
         shown = " ".join([*(f"{k}={v}" for k, v in env.items()), *argv])
         print(f"\n=== {name}{f' [{n}]' if len(commands) > 1 else ''}: {shown}", flush=True)
     if reports is not None:
         prepare(reports)
     started = time.monotonic()
+    failures: list[str] = []
     if len(commands) > 1:
-        code = call_side_by_side(commands, {**os.environ, **env})
+        together = call_side_by_side(commands, {**os.environ, **env})
+        code, failures = together.code, together.failures
     else:
         code = subprocess.call(commands[0], env={**os.environ, **env})
     seconds = time.monotonic() - started
@@ -192,7 +225,7 @@ def run_step(name: str, commands: list[list[str]], env: dict[str, str],
         print(f"=== {name}: {len(reported)} process(es) wrote a sanitizer report", flush=True)
     verdict = "ok" if code == 0 and not reported else f"FAILED (exit {code})"
     print(f"=== {name}: {verdict} in {seconds:.1f} s", flush=True)
-    return code == 0 and not reported
+    return StepResult(name, code == 0 and not reported, failures)
 
 
 def steps_of(options: Options, build_dir: str) -> list[Step]:
@@ -232,26 +265,36 @@ def main(args: list[str]) -> int:
     except (UsageError, SanitizerSetupError) as exc:
         print(f"./dev test: {exc}", file=sys.stderr)
         return 2
-    results: list[tuple[str, bool]] = []
+    results: list[StepResult] = []
     with cpu_hog(options.load):
         for name, commands, env, reports in steps:
-            ok = run_step(name, commands, env, reports)
-            results.append((name, ok))
-            if not ok and options.repeat > 1:
+            result = run_step(name, commands, env, reports)
+            results.append(result)
+            if not result.ok and options.repeat > 1:
                 print(f"=== stopped at the first failing run ({name})", flush=True)
                 break
 
     print("\n=== summary")
     if options.repeat > 1:
-        passed = sum(ok for _, ok in results)
+        passed = sum(result.ok for result in results)
         if passed == options.repeat:
             print(f"  ok      pytest, {options.repeat} runs in a row")
         else:
             print(f"  FAILED  pytest run {passed + 1} of {options.repeat}, after {passed} passing")
     else:
-        for name, ok in results:
-            print(f"  {'ok    ' if ok else 'FAILED'}  {name}")
-    return 0 if all(ok for _, ok in results) and results else 1
+        for result in results:
+            print(f"  {'ok    ' if result.ok else 'FAILED'}  {result.name}")
+    # Last, where a log cut to its end still shows them.
+    for result in results:
+        print_failures(result.failures)
+    return 0 if all(result.ok for result in results) and results else 1
+
+
+def print_failures(failures: list[str]) -> None:
+    for entry in failures[:FAILURES_LISTED]:
+        print(f"          {entry}")
+    if len(failures) > FAILURES_LISTED:
+        print(f"          and {len(failures) - FAILURES_LISTED} more (above)")
 
 
 if __name__ == "__main__":

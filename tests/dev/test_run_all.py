@@ -53,7 +53,7 @@ def test_a_failing_half_fails_the_step_and_is_shown_whole(
         capsys: pytest.CaptureFixture[str]) -> None:
     passing = [sys.executable, "-c", "print('first line'); print('second line')"]
     failing = [sys.executable, "-c", "import sys; print('what failed'); sys.exit(3)"]
-    assert run_all.call_side_by_side([passing, failing], {}) == 3
+    assert run_all.call_side_by_side([passing, failing], {}).code == 3
     shown = capsys.readouterr().out
     assert "[1] first line\n" in shown and "[1] second line\n" in shown
     assert "[2] what failed\n" in shown
@@ -63,5 +63,24 @@ def test_a_failing_half_fails_the_step_and_is_shown_whole(
 
 def test_halves_that_pass_pass_the_step(capsys: pytest.CaptureFixture[str]) -> None:
     quiet = [sys.executable, "-c", "pass"]
-    assert run_all.call_side_by_side([quiet, quiet], {}) == 0
+    assert run_all.call_side_by_side([quiet, quiet], {}).code == 0
     assert "whole output" not in capsys.readouterr().out
+
+
+def test_the_tests_a_failing_half_names_are_listed_once_without_their_message(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A log cut to its last lines (a CI page) still says what failed."""
+    summary = ("=== short test summary info ===\n"
+               "ERROR tests/browser/test_a.py::test_one[light] - selenium...: Message: x\n"
+               "ERROR tests/browser/test_a.py::test_one[light] - selenium...: Message: x\n"
+               "FAILED tests/kernel/test_b.py::test_two - assert 1 == 2\n"
+               "FAILED something that is not a test path\n")
+    failing = [sys.executable, "-c", f"import sys; sys.stdout.write({summary!r}); sys.exit(1)"]
+    passing = [sys.executable, "-c", "print('FAILED tests/not/this.py::test - it passed')"]
+    together = run_all.call_side_by_side([passing, failing], {})
+    assert together.failures == ["ERROR tests/browser/test_a.py::test_one[light]",
+                                 "FAILED tests/kernel/test_b.py::test_two"]
+    run_all.print_failures(together.failures)
+    assert capsys.readouterr().out.endswith(
+        "          ERROR tests/browser/test_a.py::test_one[light]\n"
+        "          FAILED tests/kernel/test_b.py::test_two\n")
