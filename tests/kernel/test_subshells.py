@@ -540,6 +540,23 @@ def test_a_deleted_subshell_finishes_its_cell_first(shared_kernel: Kernel) -> No
 
 
 
+def test_results_shown_by_both_shells_at_once_go_to_their_own_cells(
+        shared_kernel: Kernel) -> None:
+    """Both shells share IPython's display hook. It kept the result being
+    shown in itself, so a cell's Out[n] could go to the other shell's cell,
+    or be lost. (ipykernel 7.2's hook keeps its message in itself too: under
+    it, this test fails on a message its client receives twice.)"""
+    traffic = Traffic(shared_kernel)
+    subshell = create_subshell(traffic.kernel)
+    sent = []
+    for i in range(150):
+        sent.append((traffic.execute(f"{i} * 2"), f"{i * 2}"))
+        sent.append((traffic.execute(f"{i} * 3", subshell), f"{i * 3}"))
+    for request, expected in sent:
+        assert result_of(traffic.done(request, timeout=60)) == expected
+    assert delete_subshell(traffic.kernel, subshell)["content"]["status"] == "ok"
+
+
 def test_a_request_for_an_unknown_subshell_gets_an_error_reply(shared_kernel: Kernel) -> None:
     """ipykernel logs the request and answers nothing, so a client would wait
     for ever; here it gets an error reply that names the id."""

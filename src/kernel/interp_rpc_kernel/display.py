@@ -10,6 +10,7 @@ stdout.
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -52,15 +53,34 @@ class KernelDisplayPublisher(DisplayPublisher):
         self.send_clear_output(wait)
 
 
+class _ResultBeingShown(threading.local):
+    """What one thread's display hook call has formatted so far."""
+
+    data: dict[str, Any]
+    metadata: dict[str, Any]
+
+    def __init__(self) -> None:
+        self.data = {}
+        self.metadata = {}
+
+
 class KernelDisplayHook(DisplayHook):
     """A cell's result, as an execute_result message. The frontend shows the
-    Out[n] prompt, so none is written."""
+    Out[n] prompt, so none is written.
+
+    The main shell and each subshell share this hook and may show results at
+    the same moment: what a call has formatted is kept per thread, so that a
+    cell's result goes out once, with its own request as parent."""
 
     send_execute_result: SendExecuteResult | None = None
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._shown = _ResultBeingShown()
+
     def start_displayhook(self) -> None:
-        self._data: dict[str, Any] = {}
-        self._metadata: dict[str, Any] = {}
+        self._shown.data = {}
+        self._shown.metadata = {}
         if self.send_execute_result is None:
             super().start_displayhook()
 
@@ -74,8 +94,8 @@ class KernelDisplayHook(DisplayHook):
         if self.send_execute_result is None:
             super().write_format_data(format_dict, md_dict)
             return
-        self._data = format_dict
-        self._metadata = md_dict or {}
+        self._shown.data = format_dict
+        self._shown.metadata = md_dict or {}
 
     def finish_displayhook(self) -> None:
         if self.send_execute_result is None:
@@ -86,7 +106,8 @@ class KernelDisplayHook(DisplayHook):
         sys.stderr.flush()
         # As ipykernel: a result with no data (an object that displayed
         # itself through _ipython_display_) is no Out[n].
-        if self._data:
-            self.send_execute_result(self.prompt_count, self._data, self._metadata)
-        self._data = {}
-        self._metadata = {}
+        shown = self._shown
+        if shown.data:
+            self.send_execute_result(self.prompt_count, shown.data, shown.metadata)
+        shown.data = {}
+        shown.metadata = {}
