@@ -1,5 +1,7 @@
 #include "kernel/subshells.hpp"
 
+#include "core/thread_start.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -72,7 +74,7 @@ std::string subshells::create() {
   }
   // The thread keeps its subshell alive: a thread that stop() gave up on
   // may still finish its request after the list has forgotten it.
-  s->thread = std::thread([s, h = m_handler] { run(s, h); });
+  s->thread = core::start_thread("subshell " + s->id + "'s thread", [s, h = m_handler] { run(s, h); });
   m_subshells.push_back(s);
   if (m_created_listener) {
     m_created_listener();

@@ -116,6 +116,23 @@ class KernelRun:
         self.cells.append(cell)
         return cell
 
+    def control(self, msg_type: str, content: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Sends a control request; returns its reply's content, failing the
+        test if none comes within REPLY_LIMIT."""
+        assert self.client is not None
+        msg = self.client.session.msg(msg_type, content or {})
+        self.client.control_channel.send(msg)
+        deadline = time.monotonic() + REPLY_LIMIT
+        while time.monotonic() < deadline:
+            try:
+                reply = self.client.get_control_msg(timeout=POLL_SECONDS)
+            except queue.Empty:
+                continue
+            if reply["parent_header"].get("msg_id") == msg["header"]["msg_id"]:
+                answer: dict[str, Any] = reply["content"]
+                return answer
+        pytest.fail(f"no answer to {msg_type} in {REPLY_LIMIT:g} s (a hang):\n{self}")
+
     def shut_down(self) -> int:
         """Asks the kernel to shut down; returns its exit code, failing the
         test if it has not exited within EXIT_LIMIT."""

@@ -29,7 +29,7 @@ SAYS_WHAT_FAILED = ("could not start", "can't start new thread", "Resource tempo
 #: The kernel's own threads, as their start errors name them.
 KERNEL_THREADS = ("the kernel's interrupt relay thread", "the kernel's stdout capture thread",
                   "the kernel's stderr capture thread", "the kernel's IOPub thread",
-                  "the kernel's control thread")
+                  "the kernel's shell router thread", "the kernel's control thread")
 
 
 @pytest.fixture(scope="module")
@@ -130,4 +130,26 @@ def test_a_live_view_whose_thread_cannot_start_is_an_error_in_its_cell(
         assert "errno 11, EAGAIN" in cell.error, kernel
         after = kernel.execute("print(failed, pool.closed)")
         assert after.stdout == "1 True\n", kernel
+        assert kernel.shut_down() == 0, kernel
+
+
+def test_a_subshell_whose_thread_cannot_start_is_an_error_reply(
+        thread_fault_library: Path) -> None:
+    """JupyterLab asks for a subshell when a console opens: the reply says
+    which thread could not start, and the kernel serves on."""
+    with kernel_under(thread_fault_library, {}) as kernel:
+        assert kernel.serving(), kernel
+        armed = kernel.execute("import ctypes\n"
+                               "faults = ctypes.CDLL(None)\n"
+                               "faults.interp_rpc_fail_pthread_create(1)")
+        assert armed.status == "ok", kernel
+        refused = kernel.control("create_subshell_request")
+        assert refused["status"] == "error", kernel
+        assert "could not start subshell " in refused["evalue"], refused
+        assert "errno 11, EAGAIN" in refused["evalue"], refused
+        assert kernel.control("list_subshell_request")["subshell_id"] == [], kernel
+        after = kernel.execute("print(faults.interp_rpc_pthread_create_failures())")
+        assert after.stdout == "1\n", kernel
+        assert kernel.control("create_subshell_request")["status"] == "ok", kernel
+        assert len(kernel.control("list_subshell_request")["subshell_id"]) == 1, kernel
         assert kernel.shut_down() == 0, kernel
