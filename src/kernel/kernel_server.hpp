@@ -165,8 +165,8 @@ class kernel_server final : public xeus::xserver {
   wake_pipe m_control_wake;
   wake_pipe m_io_wake;
 
-  // The main shell's requests and tasks, from the shell channel thread and
-  // any thread; m_inbox_wake is readable while some may be there.
+  // The main shell's requests, from whichever thread read them, and tasks,
+  // from any thread; m_inbox_wake is readable while some may be there.
   std::mutex m_inbox_mutex;
   std::deque<xeus::xmessage> m_main_requests;         // guarded by m_inbox_mutex
   std::deque<std::function<void()>> m_main_tasks;     // guarded by m_inbox_mutex
