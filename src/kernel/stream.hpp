@@ -95,7 +95,6 @@ class stream {
   interpreter* p_interpreter;
   const std::string m_name;
   const int m_fd;
-  const pid_t m_pid;  // of the kernel; another pid is a forked child
 
   std::mutex m_mutex;
   std::string m_buffer;                  // guarded by m_mutex
