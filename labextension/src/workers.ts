@@ -1,8 +1,8 @@
 /* The Workers panel: the pool of the active notebook's kernel, live, in
    JupyterLab's left side bar. It talks to the kernel over the comm target
-   interp-rpc.workers (docs/workers-panel.md); JupyterLab sends the comm's
-   messages to a subshell of their own, so the panel updates, and its stop
-   button works, while a cell blocks the main shell. */
+   interp-rpc.workers (docs/workers-panel.md). Its requests go to a kernel
+   subshell (workers_channel.ts), so its buttons work while a cell blocks
+   the main shell; the updates come on IOPub. */
 
 import { ILabShell, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
@@ -12,6 +12,7 @@ import { Widget } from '@lumino/widgets';
 
 import { MIME_TYPE } from './data';
 import { ProfileRenderer } from './renderer';
+import { WorkersChannel } from './workers_channel';
 import {
   KernelMessage as PanelMessage,
   parseMessage,
@@ -55,6 +56,7 @@ export class WorkersPanel extends Widget {
   private notebook: NotebookPanel | null = null;
   private kernel: Kernel.IKernelConnection | null = null;
   private comm: Kernel.IComm | null = null;
+  private channel: WorkersChannel | null = null; // sends the comm's messages
   private refusedAt = 0; // when the kernel last closed the comm at once (no target)
   /* The session of the kernel process that serves the comm, from its status
      messages: a restart starts a process with a new session, whoever asked
@@ -193,8 +195,10 @@ export class WorkersPanel extends Widget {
     }
     this.showNote('Asking the kernel for its pool…');
     const comm = kernel.createComm(WORKERS_TARGET);
+    const channel = new WorkersChannel(kernel, comm);
     const openedAt = now();
     this.comm = comm;
+    this.channel = channel;
     this.heardAt = null;
     this.watchdog ??= window.setInterval(() => this.checkSilence(), WATCHDOG_SECONDS * 1000);
     comm.onMsg = (msg: KernelMessage.ICommMsgMsg) => {
@@ -203,10 +207,12 @@ export class WorkersPanel extends Widget {
       }
     };
     comm.onClose = () => {
+      channel.closedByKernel();
       if (this.comm !== comm) {
         return;
       }
       this.comm = null;
+      this.channel = null;
       this.heardAt = null;
       this.setButtons(false, false);
       if (now() - openedAt < 5) {
@@ -218,34 +224,31 @@ export class WorkersPanel extends Widget {
           'kernel, or run %load_ext interp_rpc.'
       );
     };
-    try {
-      comm.open({});
-    } catch (error) {
-      this.comm = null;
+    channel.open().catch(error => this.unreachable(channel, error));
+  }
+
+  private unreachable(channel: WorkersChannel, error: unknown): void {
+    if (this.channel === channel) {
       this.showNote(`Could not reach the kernel: ${String(error)}`);
     }
   }
 
   private disconnect(): void {
-    const comm = this.comm;
+    const channel = this.channel;
     this.comm = null;
+    this.channel = null;
     this.heardAt = null;
     if (this.watchdog !== null) {
       window.clearInterval(this.watchdog);
       this.watchdog = null;
     }
     this.setButtons(false, false);
-    if (comm && !comm.isDisposed && this.kernel && !this.kernel.isDisposed) {
-      try {
-        comm.close();
-      } catch {
-        // The kernel is gone: nothing to close.
-      }
-    }
+    channel?.close();
   }
 
   private request(action: string): void {
-    this.comm?.send({ action });
+    const channel = this.channel;
+    channel?.request({ action }).catch(error => this.unreachable(channel, error));
   }
 
   private setButtons(mapRuns: boolean, hasProfile: boolean): void {

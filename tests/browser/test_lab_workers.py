@@ -58,12 +58,14 @@ if (!panel) return null;
 const rows = Array.from(panel.querySelectorAll('tr.irpc-worker'));
 const map = panel.querySelector('.irpc-workers-map-text');
 const stop = panel.querySelector('button.irpc-workers-stop');
+const profile = panel.querySelector('button.irpc-workers-profile');
 return {
   states: rows.map(r => r.dataset.state),
   rows: rows.map(r => r.innerText),
   map: map ? map.textContent : '',
   note: (panel.querySelector('.irpc-workers-note') || {}).textContent || '',
   stopEnabled: !!stop && !stop.disabled,
+  profileEnabled: !!profile && !profile.disabled,
   visible: panel.offsetWidth > 0,
 };"""
 
@@ -285,6 +287,8 @@ def test_the_panel_reconnects_after_a_kernel_restart(watched: Watched) -> None:
 
 #: Two notebooks with pools of different sizes, and one without a pool.
 FOLLOWED = {"two": 2, "three": 3, "none": 0}
+#: The map each notebook with a pool runs, so that its pool has a profile.
+FOLLOWED_MAP = "%parallel_map abs [-1, -2]"
 
 # The pool's line above the rows: "InterpreterPool · 2 workers".
 POOL_LINE_JS = """
@@ -298,7 +302,7 @@ def followed_name(theme: str, which: str) -> str:
 
 def followed_notebooks() -> dict[str, Any]:
     def cells(workers: int) -> list[str]:
-        return [f"%parallel_pool -n {workers}"] if workers else ["'no pool here'"]
+        return [f"%parallel_pool -n {workers}", FOLLOWED_MAP] if workers else ["'no pool here'"]
     return {followed_name(theme, which): notebook(cells(workers))
             for theme in THEMES for which, workers in FOLLOWED.items()}
 
@@ -488,7 +492,8 @@ def restart_through_rest(server: Server, path: str) -> None:
 
 def test_a_restart_made_elsewhere_shows_the_new_kernel_without_a_pool(
         followed: Followed, server: Server) -> None:
-    """Runs last for its theme: the restart ends the pool the others read."""
+    """Runs after the tests of its theme that read the notebooks' pools: the
+    restart ends the pool."""
     browser = followed.browser
     assert panel_now(browser)["states"] == ["idle", "idle"]
     restart_through_rest(server, followed_name(followed.theme, "two"))
@@ -502,3 +507,26 @@ def test_a_restart_made_elsewhere_shows_the_new_kernel_without_a_pool(
     (ARTIFACTS / f"{followed.theme}-restart-seconds.txt").write_text(
         f"the panel showed the restarted kernel {time.monotonic() - started:.1f} s after "
         "the server answered the restart\n")
+
+
+def test_after_a_restart_made_elsewhere_the_buttons_reach_the_new_kernel(
+        followed: Followed) -> None:
+    """JupyterLab sends a comm's messages to the subshell it made for the
+    comm's target, and forgets it only on restarts that this page asks for:
+    after the restart made elsewhere (the test above), a button's request
+    reached a subshell the new kernel never had, until the page was
+    reloaded. The panel now sends to a subshell the kernel lists."""
+    browser = followed.browser
+    demo.click_run_all(browser)  # the notebook's pool and map, in the new kernel
+    try:
+        demo.wait(browser, demo.KERNEL_READY_TIMEOUT,
+                  lambda b: len((s := panel_now(b))["states"]) == FOLLOWED["two"]
+                  and s["profileEnabled"], "")
+    except TimeoutException:
+        pytest.fail(f"the new kernel's pool and profile did not show: {panel_now(browser)}")
+    browser.find_element(By.CSS_SELECTOR, f"{PANEL} button.irpc-workers-profile").click()
+    try:
+        demo.wait(browser, demo.UI_TIMEOUT, lambda b: b.find_elements(
+            By.CSS_SELECTOR, ".irpc-profile-tab .irpc-mime svg.interp-rpc-gantt"), "")
+    except TimeoutException:
+        pytest.fail(f"the profile did not open; the panel shows {panel_now(browser)}")
