@@ -12,6 +12,11 @@ from support import wait_until
 
 SRC_PATHS = [p for p in sys.path if p]
 
+#: What a sanitized run (tests/sanitized_runs.py) sets for every process: the
+#: preloaded runtime, without which the sanitized extension does not load, and
+#: where reports go. A user's environment has none of them.
+SANITIZER_VARIABLES = ("LD_PRELOAD", "ASAN_OPTIONS", "UBSAN_OPTIONS", "TSAN_OPTIONS")
+
 
 def alive(pid: int) -> bool:
     """Whether process ``pid`` still runs (a zombie counts as ended)."""
@@ -30,8 +35,10 @@ def run_python(args: list[str], cwd: Path,
                timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """``python3 ARGS`` with this test's sys.path, as a user runs it."""
     env_path = ":".join([str(Path(__file__).parent), *SRC_PATHS])
+    sanitizer = {name: os.environ[name] for name in SANITIZER_VARIABLES if name in os.environ}
     return subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, env={"PYTHONPATH": env_path, "PATH": "/usr/bin:/bin"})
+                          timeout=timeout,
+                          env={"PYTHONPATH": env_path, "PATH": "/usr/bin:/bin", **sanitizer})
 
 
 #: Named semaphores of multiprocessing, which ProcessPool never uses: other
