@@ -259,10 +259,16 @@ def test_a_subshell_created_while_the_main_shell_runs_a_cell_answers_at_once(
     assert delete_subshell(traffic.kernel, subshell)["content"]["status"] == "ok"
 
 
-def test_requests_to_both_shells_at_once_are_all_answered(traffic: Traffic) -> None:
+def test_requests_to_both_shells_at_once_are_all_answered(kernel: Kernel) -> None:
     """The shell socket carries both shells' requests and replies: a reply a
     subshell sends while a request for the main shell arrives must not make
-    that request wait for ever."""
+    that request wait for ever.
+
+    Ours only: ipykernel 7.2 has this very bug (upstream's "Shell reply sent
+    raw on the ROUTER can drop the ZMQStream wake-up"). Under CPU load, 2 of
+    25 runs of this exchange stalled after about 150 replies and got no
+    other in the next 60 s."""
+    traffic = Traffic(kernel)
     subshell = create_subshell(traffic.kernel)
     sent = []
     for i in range(150):
