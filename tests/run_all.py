@@ -60,6 +60,9 @@ TESTS = Path("tests")
 #: new directory is never left out. Balanced by their measured times; the
 #: kernel suite runs in a pytest of its own anyway (see sanitized_runs.py).
 FIRST_HALF = ("browser", "kernel")
+#: How many of its slowest tests each half names at its end: where the
+#: complete run's time goes, in every CI log.
+SLOWEST_LISTED = 15
 @dataclass
 class Options:
     sanitize: str | None = None
@@ -124,13 +127,15 @@ def test_directories() -> list[str]:
 
 def pytest_halves(pytest: list[str]) -> list[list[str]]:
     """The complete pytest run as two commands on disjoint directories,
-    each with a cache of its own (two processes writing one would race)."""
+    each with a cache of its own (two processes writing one would race),
+    each naming its slowest tests."""
     first = [str(TESTS / name) for name in FIRST_HALF]
     missing = [d for d in first if not Path(d).is_dir()]
     if missing:
         raise UsageError(f"FIRST_HALF names directories that do not exist: {missing}")
     second = [d for d in test_directories() if d not in first]
-    return [[*pytest, "-o", f"cache_dir=.pytest_cache/{n}", *half]
+    return [[*pytest, "-o", f"cache_dir=.pytest_cache/{n}", f"--durations={SLOWEST_LISTED}",
+             *half]
             for n, half in enumerate((first, second), start=1)]
 
 

@@ -42,6 +42,11 @@ def test_each_half_has_a_cache_of_its_own() -> None:
     assert len(set(caches)) == 2, caches
 
 
+def test_each_half_names_its_slowest_tests() -> None:
+    for half in run_all.pytest_halves(["pytest"]):
+        assert f"--durations={run_all.SLOWEST_LISTED}" in half
+
+
 def test_a_subset_runs_as_asked_in_one_pytest() -> None:
     options = run_all.parse(["tests/dev", "-k", "name"])
     steps = run_all.steps_of(options, "build")

@@ -14,10 +14,11 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow
-# It compiles the engine, the extension module and the kernel from scratch,
-# and builds the JupyterLab extension (npm ci, TypeScript, webpack): on a
-# 2-core machine shared with four other builds that took over 900 s. The
-# limit is a guard against a hang, not a claim about speed.
+# It compiles the engine, the extension module and the kernel, and builds the
+# JupyterLab extension (npm ci, TypeScript, webpack). Under ./dev the compiler
+# cache serves the compiles from ./dev's own build; without it, on a 2-core
+# machine shared with four other builds, this took over 900 s. The limit is a
+# guard against a hang, not a claim about speed.
 @pytest.mark.timeout(1800)
 def test_wheel_installs_and_runs_in_a_fresh_venv(tmp_path: Path) -> None:
     wheels = tmp_path / "wheels"
