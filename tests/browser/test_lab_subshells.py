@@ -113,16 +113,46 @@ def item_label(item: Any) -> str:
 CONSOLE_OUTPUTS = ".jp-CodeConsole-content .jp-OutputArea-output"
 
 
+CONSOLE_PROMPT = ".jp-CodeConsole-promptCell .cm-content"
+PROMPT_TEXT_JS = """
+const editor = document.querySelector(arguments[0]);
+return editor ? editor.textContent : null;"""
+#: Clicks on the console's prompt until what is typed lands there.
+TYPING_ATTEMPTS = 3
+
+
+def type_in_console(browser: WebDriver, editor: Any, code: str) -> None:
+    """Types ``code`` into the console's prompt, and checks that it landed.
+
+    After Shift+Enter in the notebook, JupyterLab moves the focus to the new
+    cell a frame or more later: a click on the console before that loses the
+    focus to the notebook, and the keys go there. So: click, type, and look
+    at the prompt; again if the keys went elsewhere."""
+    for _ in range(TYPING_ATTEMPTS):
+        editor.click()
+        if demo.js(browser, PROMPT_TEXT_JS, CONSOLE_PROMPT):  # part of an earlier attempt
+            ActionChains(browser).key_down(Keys.CONTROL).send_keys("a").key_up(Keys.CONTROL) \
+                .send_keys(Keys.BACKSPACE).perform()
+        ActionChains(browser).send_keys(code).perform()
+        try:
+            demo.wait(browser, 2, lambda b: demo.js(b, PROMPT_TEXT_JS, CONSOLE_PROMPT) == code,
+                      "")
+            return
+        except TimeoutException:
+            continue
+    raise AssertionError(f"{code!r} did not land in the console's prompt in "
+                         f"{TYPING_ATTEMPTS} attempts; it shows "
+                         f"{demo.js(browser, PROMPT_TEXT_JS, CONSOLE_PROMPT)!r}")
+
+
 def ask_console(browser: WebDriver, code: str) -> str:
     """Type ``code`` in the console's prompt, run it, and return its output."""
     editor = demo.wait(browser, demo.KERNEL_READY_TIMEOUT, lambda b: [
-        e for e in b.find_elements(By.CSS_SELECTOR,
-                                   ".jp-CodeConsole-promptCell .cm-content")
+        e for e in b.find_elements(By.CSS_SELECTOR, CONSOLE_PROMPT)
         if demo.visible(e)], "the subshell console shows no prompt")[0]
     before = len(browser.find_elements(By.CSS_SELECTOR, CONSOLE_OUTPUTS))
-    editor.click()
-    ActionChains(browser).send_keys(code).key_down(Keys.SHIFT).send_keys(Keys.ENTER) \
-        .key_up(Keys.SHIFT).perform()
+    type_in_console(browser, editor, code)
+    ActionChains(browser).key_down(Keys.SHIFT).send_keys(Keys.ENTER).key_up(Keys.SHIFT).perform()
     outputs = demo.wait(browser, demo.KERNEL_READY_TIMEOUT, lambda b: [
         o.text.strip() for o in b.find_elements(By.CSS_SELECTOR, CONSOLE_OUTPUTS)
         ][before:], f"the subshell console did not answer {code!r}")
