@@ -250,16 +250,18 @@ class MapRun:
         """Until ``handle`` finished; CallTimeoutError past the deadline,
         KeyboardInterrupt once another thread asked the map to stop."""
         while True:
+            if self._stop_requested:
+                # What Ctrl-C raises in the waiting thread, so the caller
+                # reports and cleans up the same way. Looked at before each
+                # wait: when the caller is the slower side, every chunk is
+                # done before it is waited for, and no wait times out.
+                raise KeyboardInterrupt
             remaining = (None if self._spec.deadline is None
                          else max(0.0, self._spec.deadline - time.monotonic()))
             wait = _STOP_CHECK_SECONDS if remaining is None else min(remaining,
                                                                      _STOP_CHECK_SECONDS)
             if handle.wait(wait):
                 return
-            if self._stop_requested:
-                # What Ctrl-C raises in the waiting thread, so the caller
-                # reports and cleans up the same way.
-                raise KeyboardInterrupt
             if remaining is not None and remaining <= wait:
                 raise self._timeout_error(handle)
 

@@ -62,3 +62,14 @@ def test_a_stop_before_the_first_wait_still_interrupts(pool: InterpreterPool,
     with pytest.raises(KeyboardInterrupt):
         run.collect()
     gate.release()
+
+
+def test_a_stop_after_every_chunk_finished_still_interrupts(pool: InterpreterPool) -> None:
+    """When the caller is the slower side, every chunk is done before it is
+    waited for, and no wait times out: the stop must still end the map."""
+    run = run_map(pool, [("ok", i) for i in range(8)])
+    wait_until(lambda: run.finished_items == 8)
+    run.request_stop()
+    with pytest.raises(KeyboardInterrupt):
+        run.collect()
+    assert list(pool.map("pooltasks.square", range(4))) == [0, 1, 4, 9]
