@@ -156,10 +156,14 @@ def test_a_frontend_that_pauses_gets_every_line_in_order(each_kernel: Kernel) ->
     assert reply["content"]["status"] == "ok"
 
 
-def test_an_endless_print_loop_stays_in_bounded_memory(each_kernel: Kernel) -> None:
-    with subscriber(each_kernel) as sub:
-        before = each_kernel.rss_bytes()
-        msg_id = each_kernel.send(
+def test_an_endless_print_loop_stays_in_bounded_memory(kernel: Kernel) -> None:
+    """Ours only: ipykernel 7.2 bounds its queue in messages (1,000 per
+    subscriber), not bytes, and joins the lines of each flush interval into
+    one message, so its growth follows the print rate: 112 MB in one run of
+    this test, under 100 MB in others. No bound holds for it."""
+    with subscriber(kernel) as sub:
+        before = kernel.rss_bytes()
+        msg_id = kernel.send(
             "import time\n"
             "end = time.monotonic() + 4\n"
             "while time.monotonic() < end: print('y' * 99)\n"
@@ -168,13 +172,13 @@ def test_an_endless_print_loop_stays_in_bounded_memory(each_kernel: Kernel) -> N
         # Neither channel is read while the loop runs: the RSS is sampled.
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline:
-            peak = max(peak, each_kernel.rss_bytes())
+            peak = max(peak, kernel.rss_bytes())
             time.sleep(0.1)
         # The IOPub backlog is bounded at 8 MiB, zmq's queue at 256 messages;
         # without a bound the loop queues hundreds of MB.
         assert peak - before < 100 * MB, f"RSS grew by {(peak - before) / MB:.0f} MB"
         sub.collect(msg_id)
-    reply = each_kernel.client.get_shell_msg(timeout=60)
+    reply = kernel.client.get_shell_msg(timeout=60)
     assert reply["content"]["status"] == "ok"
 
 
