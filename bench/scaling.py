@@ -38,6 +38,7 @@ import json
 import multiprocessing
 import os
 import platform
+import signal
 import statistics
 import subprocess
 import sys
@@ -248,12 +249,44 @@ INTERRUPT_AXIS = "Ctrl-C during a map of 10^7 items"
 INTERRUPT_AT = 1 / 3
 
 
+@contextlib.contextmanager
+def keyboard_interrupts(notes: list[str]) -> Iterator[None]:
+    """Ctrl-C raises KeyboardInterrupt while the axis runs, as in a terminal.
+
+    A process started in the background by a shell without job control (``cmd
+    &`` in a script, a CI step) inherits SIGINT ignored, and Python then
+    leaves it ignored: Ctrl-C, and ``_thread.interrupt_main()`` which stands
+    in for it here, would do nothing at all. The axis measures what a user at
+    a terminal sees, so it installs Python's own handler, says so in a note,
+    and puts back what it found."""
+    found = signal.getsignal(signal.SIGINT)
+    if found is signal.default_int_handler:
+        yield
+        return
+    notes.append(f"SIGINT's handler was {found!r} when this axis began (a process started in "
+                 "the background by a shell without job control inherits SIGINT ignored); "
+                 "the axis installed Python's default handler, as in a terminal.")
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, found)
+
+
 def interrupt_rows(calls: dict[str, Run], maps: dict[str, Map],
                    rounds: int) -> tuple[list[Row], list[str]]:
     """interp-rpc only (the acceptance row): how long from Ctrl-C until the
     map raises KeyboardInterrupt, and until the pool answers the next call.
     With them, a note for each round whose Ctrl-C came during the map and
     was lost: the map ended normally, with no KeyboardInterrupt."""
+    notes: list[str] = []
+    with keyboard_interrupts(notes):
+        rows = interrupt_rounds(calls, maps, rounds, notes)
+    return rows, notes
+
+
+def interrupt_rounds(calls: dict[str, Run], maps: dict[str, Map], rounds: int,
+                     notes: list[str]) -> list[Row]:
     raised = Row(INTERRUPT_AXIS, "until KeyboardInterrupt", 10**7)
     served = Row(INTERRUPT_AXIS, "until the next call answers", 10**7)
     pressed: list[float] = []
@@ -263,7 +296,6 @@ def interrupt_rows(calls: dict[str, Run], maps: dict[str, Map],
         _thread.interrupt_main()
 
     whole = min(timed(lambda: maps[OURS](workloads.square, range(10**7)))[0] for _ in range(3))
-    lost: list[str] = []
     for round_number in range(1, rounds + 1):
         pressed.clear()
         timer = threading.Timer(whole * INTERRUPT_AT, press)
@@ -280,7 +312,7 @@ def interrupt_rows(calls: dict[str, Run], maps: dict[str, Map],
                 raise RuntimeError(f"the map of 10^7 items ended after {took:.3f} s, before "
                                    f"Ctrl-C, which was to come {whole * INTERRUPT_AT:.3f} s "
                                    "into it")
-            lost.append(f"Round {round_number}: **Ctrl-C lost**. It came "
+            notes.append(f"Round {round_number}: **Ctrl-C lost**. It came "
                         f"{pressed[0] - started:.3f} s into the map, which went on to end "
                         f"normally after {took:.3f} s, with no KeyboardInterrupt.")
             continue
@@ -288,7 +320,7 @@ def interrupt_rows(calls: dict[str, Run], maps: dict[str, Map],
         raised.seconds.setdefault(OURS, []).append(caught - pressed[0])
         served.seconds.setdefault(OURS, []).append(time.perf_counter() - pressed[0])
     print(f"  {INTERRUPT_AXIS}", file=sys.stderr, flush=True)
-    return [raised, served], lost
+    return [raised, served]
 
 
 # ------------------------------------------------------------- workers axis
