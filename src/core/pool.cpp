@@ -155,28 +155,28 @@ void pool::worker_main(std::shared_ptr<shared_state> shared, int index) {
       }
       int kind = reply_ok;
       std::string reply;
-      py_ref execute = bootstrap(s.options, kind, reply);
-      py_ref lease_type = execute ? make_lease_type() : py_ref();
-      if (execute && !lease_type) {
+      worker_functions worker = bootstrap(s.options, kind, reply);
+      py_ref lease_type = worker ? make_lease_type() : py_ref();
+      if (worker && !lease_type) {
         kind = reply_engine_error;
         reply = take_python_error();
-        execute = py_ref();
+        worker = {};
       }
       // Idle before the report goes out: whoever waits for the pool to be
       // ready must not see a ready worker as still starting.
-      if (execute) s.board.set_state(index, worker_state::idle);
+      if (worker) s.board.set_state(index, worker_state::idle);
       {
         std::lock_guard lock(s.mutex);
         s.interpreter_ids[slot] = interp.id();
         init_report& r = s.init[slot];
         r.finished = true;
-        r.ok = static_cast<bool>(execute);
+        r.ok = static_cast<bool>(worker);
         r.reply_kind = kind;
         r.reply = reply;
         r.interpreter_id = interp.id();
       }
       s.changed.notify_all();
-      if (!execute) {
+      if (!worker) {
         died = true;
         death = "setup failed";
         s.worker_died(index, death);
@@ -223,7 +223,7 @@ void pool::worker_main(std::shared_ptr<shared_state> shared, int index) {
         s.board.begin_call(index, c->id, c->target, c->item_index, c->timing.started_ns);
         int call_kind = reply_ok;
         std::string call_reply;
-        run_call(execute.get(), lease_type.get(), *c, call_kind, call_reply);
+        run_call(worker, lease_type.get(), *c, call_kind, call_reply);
         if (c->held) {
           c->held->when_done([shared] { shared->queue.wake_up(); });
           lent.push_back(c->held);
@@ -231,12 +231,13 @@ void pool::worker_main(std::shared_ptr<shared_state> shared, int index) {
         c->timing.finished_ns = now_ns();
         s.board.end_call(index, c->timing.finished_ns);
         s.finish(c, call_outcome::replied, call_kind, std::move(call_reply), index);
+        release_after_reply(worker);
       }
       // Whatever a caller has not copied yet stays readable after this
       // interpreter is gone.
       for (const auto& held : lent) held->detach();
       lent.clear();
-      execute = py_ref();
+      worker = {};
       lease_type = py_ref();
       {
         // Take the gate detached: an interrupt() holding it may be waiting

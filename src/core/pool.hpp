@@ -5,7 +5,8 @@
 //   - Workers run Python only in their own interpreter, through the Python
 //     code in `bootstrap_source` (interp_rpc/_worker/main.py), which defines
 //     `setup(config: memoryview) -> (kind, bytes)` and
-//     `execute(request: memoryview, buffers: list) -> (kind, bytes, ns, ns)`.
+//     `execute(request: memoryview, buffers: list) -> (kind, bytes, ns, ns)`,
+//     and a list `after_reply` that the worker empties after each reply.
 //   - Methods marked "blocking" must be called without any GIL held: workers
 //     take the main GIL when they start and when they exit.
 //   - The completion thread calls `on_complete` for finished calls that have a

@@ -98,7 +98,7 @@ std::string take_python_error() {
 }
 
 
-py_ref bootstrap(const pool_options& options, int& kind, std::string& reply) {
+worker_functions bootstrap(const pool_options& options, int& kind, std::string& reply) {
   py_ref module = py_ref::steal(PyModule_New("_interp_rpc_worker"));
   if (!module) {
     kind = reply_kind_engine_error;
@@ -123,9 +123,12 @@ py_ref bootstrap(const pool_options& options, int& kind, std::string& reply) {
   py_ref ran = py_ref::steal(PyEval_EvalCode(code.get(), globals, globals));
   PyObject* setup = ran ? PyDict_GetItemString(globals, "setup") : nullptr;
   PyObject* execute = ran ? PyDict_GetItemString(globals, "execute") : nullptr;
-  if (setup == nullptr || execute == nullptr) {
+  PyObject* after_reply = ran ? PyDict_GetItemString(globals, "after_reply") : nullptr;
+  if (setup == nullptr || execute == nullptr || after_reply == nullptr ||
+      !PyList_CheckExact(after_reply)) {
     kind = reply_kind_engine_error;
-    reply = ran ? "the worker bootstrap defines no setup() or execute()" : take_python_error();
+    reply = ran ? "the worker bootstrap defines no setup(), execute() or after_reply list"
+                : take_python_error();
     return {};
   }
   py_ref config = read_only_view(options.setup_request.data(), options.setup_request.size());
@@ -137,10 +140,23 @@ py_ref bootstrap(const pool_options& options, int& kind, std::string& reply) {
     return {};
   }
   if (kind != reply_kind_ok) return {};
-  return py_ref::borrow(execute);
+  return {py_ref::borrow(execute), py_ref::borrow(after_reply)};
 }
 
-void run_call(PyObject* execute, PyObject* lease_type, call& c, int& kind, std::string& reply) {
+namespace {
+
+// Empties the list, which frees what only it referenced.
+void clear_list(PyObject* list) {
+  if (PyList_GET_SIZE(list) == 0) return;
+  if (PyList_SetSlice(list, 0, PY_SSIZE_T_MAX, nullptr) < 0) PyErr_Clear();
+}
+
+}  // namespace
+
+void release_after_reply(const worker_functions& worker) { clear_list(worker.after_reply.get()); }
+
+void run_call(const worker_functions& worker, PyObject* lease_type, call& c, int& kind,
+              std::string& reply) {
   const auto live = std::make_shared<std::atomic<int>>(0);
   py_ref request = read_only_view(c.request.data(), c.request.size());
   py_ref buffers = py_ref::steal(PyList_New(static_cast<Py_ssize_t>(c.buffers.size())));
@@ -151,7 +167,7 @@ void run_call(PyObject* execute, PyObject* lease_type, call& c, int& kind, std::
     if (ok) PyList_SET_ITEM(buffers.get(), static_cast<Py_ssize_t>(i), view.release());
   }
   std::int64_t costs[2] = {0, 0};
-  py_ref result = ok ? py_ref::steal(PyObject_CallFunctionObjArgs(execute, request.get(),
+  py_ref result = ok ? py_ref::steal(PyObject_CallFunctionObjArgs(worker.execute.get(), request.get(),
                                                                   buffers.get(), nullptr))
                      : py_ref();
   std::shared_ptr<held_result> held;
@@ -181,6 +197,11 @@ void run_call(PyObject* execute, PyObject* lease_type, call& c, int& kind, std::
     }
   }
   buffers = py_ref();
+  if (live->load(std::memory_order_acquire) != 0) {
+    // The arguments kept for after the reply may hold a view of the
+    // caller's memory: they go now, before the caller's buffers may.
+    clear_list(worker.after_reply.get());
+  }
   if (live->load(std::memory_order_acquire) != 0) {
     // A view may be held only by garbage awaiting the cycle collector (a
     // traceback whose frames reference it): collect before concluding that

@@ -20,7 +20,8 @@ namespace {
 
 // setup(config) fails for b"fail" and hangs for b"hang"; execute(request,
 // buffers) echoes the request followed by every buffer, and sleeps first for
-// requests that start with b"sleep:".
+// requests that start with b"sleep:". after_reply is what the engine empties
+// once a reply is on its way.
 constexpr const char* bootstrap_source = R"PY(
 import time
 
@@ -33,11 +34,16 @@ def setup(config):
     return 0, b""
 
 kept = []
+after_reply = []
 
 def execute(request, buffers):
     data = bytes(request)
     if data == b"keep":
         kept.append(buffers[0][1:])  # a derived view, outliving the call
+    if data == b"keep-after-reply":
+        after_reply.append(buffers[0][1:])  # a derived view, kept for after the reply
+    if data == b"count-after-reply":
+        return 0, str(len(after_reply)).encode(), 0, 0
     if data == b"write":
         buffers[0][0] = 0
     if data.startswith(b"sleep:"):
@@ -201,6 +207,25 @@ TEST_CASE("buffer views are read-only, and a view kept past the call is detected
   CHECK_FALSE(write->buffers_retained.load());
   CHECK_FALSE(plain->buffers_retained.load());
   CHECK(keep->buffers_retained.load());
+  p.close(false, -1);
+}
+
+TEST_CASE("what execute() keeps for after the reply is let go of, and a view in it is not retained") {
+  gil_released unlocked;
+  pool p(options_for(1), ignore_completions());
+  p.start();
+  REQUIRE(p.wait_ready(-1)[0].ok);
+  std::string memory = "caller-owned";
+  // A view of the caller's memory kept for after the reply goes before the
+  // call completes: the caller may free that memory as soon as it has.
+  auto kept = make_call(1, "keep-after-reply", {{memory.data(), static_cast<Py_ssize_t>(memory.size())}});
+  auto count = make_call(2, "count-after-reply");
+  p.submit(kept);
+  REQUIRE(kept->wait_for(-1));
+  p.submit(count);
+  REQUIRE(count->wait_for(-1));
+  CHECK_FALSE(kept->buffers_retained.load());
+  CHECK(count->reply() == "0");
   p.close(false, -1);
 }
 

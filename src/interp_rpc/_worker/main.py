@@ -88,6 +88,17 @@ def _packed(result: Any, mode: str) -> Any:
     return _columns_module.pack_result(result, mode, _pack_column)
 
 
+#: The last call's arguments and result, which execute() keeps here rather
+#: than let them go as it returns: freeing a list of 10^6 numbers takes
+#: milliseconds that the caller need not wait for. The worker's loop empties
+#: it right after the reply is on its way (core/worker_python.cpp,
+#: process/child.py), as multiprocessing's worker lets go of a task only
+#: after it sent the result. Nothing is kept that the reply lends (see
+#: execute()), so that the engine can still find itself a lent value's sole
+#: owner (held_result.hpp).
+after_reply: list[Any] = []
+
+
 # post_mortem.py, loaded by the first failure; frames are kept unless
 # keep_no_failures() said why not. _running: [target spec, whether its
 # arguments view the caller's memory].
@@ -439,6 +450,7 @@ def execute(request: memoryview, buffers: list[memoryview]) -> Reply:
     if failures:  # collected: the chunk ran on past them (see MapRun)
         result = result[0], -1, wire.dumps(failures), *result[3:]
     finished = time.perf_counter_ns()
+    unpacked = result
     if result_out_of_band is None:  # a subinterpreter: it packs, and lends what is large
         values = result if mode == "call" else result[0]
         if type(values) is list or type(values) is tuple:  # inline: a tiny call pays no call
@@ -447,8 +459,14 @@ def execute(request: memoryview, buffers: list[memoryview]) -> Reply:
             except MemoryError as exc:
                 return wire.RAISED, wire.dumps(wire.describe_exception(exc)), loaded - started, 0
         if (lending := _lending(result, mode)) is not None:
+            # What is lent may be an argument (a target returning its input):
+            # only the result that packing replaced stays, which no lent
+            # value is part of (a column's payload is a new object).
+            if result is not unpacked:
+                after_reply.append(unpacked)
             return (wire.RETURNED, lending[0], loaded - started,
                     time.perf_counter_ns() - finished, lending[1])
+    after_reply.append((args, kwargs, unpacked))
     if result_out_of_band is not None:  # a worker process: large bytes beside the pickle
         threshold = result_out_of_band.threshold
         if mode == "call":

@@ -114,6 +114,7 @@ def serve(requests: int, replies: int, lifeline: int, files_fd: int) -> None:
             send(tag, [meta, reply, *buffers])
             del reply
             out_of_band.buffers.clear()  # the result itself can go now
+            worker.after_reply.clear()  # and the call's arguments (see main.py)
     except (framing.ChannelClosed, BrokenPipeError):
         return  # the pool closed the pipe: it is done with this worker
 
