@@ -135,6 +135,8 @@ def test_a_str_object_met_twice_is_left_to_pickle() -> None:
 
 @pytest.mark.parametrize(("values", "kind"), [
     ([-(2**63), 2**63 - 1, 0] * N, columns.INT64),
+    # Either side of one digit (2^30), where the packer reads ints in place.
+    ([2**30 - 1, 2**30, -(2**30) + 1, -(2**30), -1, 1, 2**31, -(2**31)] * N, columns.INT64),
     ([-0.0, float("nan"), float("-inf"), 5e-324] * N, columns.FLOAT64),
     ([f"\x00{i}\ud800" for i in range(N)], columns.STR),
     ([bytes([i % 256, 0, 0x1f]) for i in range(N)], columns.BYTES),
