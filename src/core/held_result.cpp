@@ -41,6 +41,15 @@ void move_or_copy(char* dst, char* src, std::size_t n, bool src_may_be_emptied) 
   std::memcpy(dst, src, n);
 }
 
+const char* type_name(held_result::value_type type) {
+  switch (type) {
+    case held_result::value_type::bytes: return "bytes";
+    case held_result::value_type::bytearray: return "bytearray";
+    case held_result::value_type::str: return "str";
+  }
+  return "value";
+}
+
 }  // namespace
 
 std::uint64_t held_result::pages_moved() noexcept {
@@ -62,14 +71,18 @@ bool held_result::hold(PyObject* values) {
     if (PyBytes_CheckExact(value)) {
       p.data = PyBytes_AS_STRING(value);
       p.length = PyBytes_GET_SIZE(value);
+    } else if (PyByteArray_CheckExact(value)) {
+      p.type = value_type::bytearray;
+      p.data = PyByteArray_AS_STRING(value);
+      p.length = PyByteArray_GET_SIZE(value);
     } else if (PyUnicode_CheckExact(value)) {
-      p.is_str = true;
+      p.type = value_type::str;
       p.data = PyUnicode_DATA(value);
       p.length = PyUnicode_GET_LENGTH(value);
       p.kind = static_cast<int>(PyUnicode_KIND(value));
       p.max_char = PyUnicode_MAX_CHAR_VALUE(value);
     } else {
-      PyErr_Format(PyExc_TypeError, "a reply can hold bytes and str only, not %s",
+      PyErr_Format(PyExc_TypeError, "a reply can hold bytes, bytearray and str only, not %s",
                    Py_TYPE(value)->tp_name);
       return false;
     }
@@ -79,10 +92,29 @@ bool held_result::hold(PyObject* values) {
   return true;
 }
 
+bool held_result::keep_copy(piece& p) noexcept {
+  const auto size = static_cast<std::size_t>(p.length) * static_cast<std::size_t>(p.kind);
+  try {
+    p.kept.assign(static_cast<const char*>(p.data), size);
+  } catch (const std::bad_alloc&) {
+    return false;
+  }
+  p.data = p.kept.data();
+  return true;
+}
+
 void held_result::mark_sole_owner() {
   std::lock_guard lock(m_mutex);
   for (std::size_t i = 0; i < m_pieces.size(); ++i) {
-    m_pieces[i].movable = Py_REFCNT(m_objects[i]) == 1;
+    piece& p = m_pieces[i];
+    p.movable = Py_REFCNT(m_objects[i]) == 1;
+    // Reachable from the worker's code, which runs on before the caller
+    // reads: it may write into the bytearray, or resize it (and free the
+    // memory read here).
+    if (p.type == value_type::bytearray && !p.movable && !keep_copy(p)) {
+      m_lost = "out of memory: the worker could not copy aside a bytearray result that its "
+               "code can still change";
+    }
   }
 }
 
@@ -100,9 +132,8 @@ PyObject* held_result::copy_out_locked() {
     return nullptr;
   }
   m_done = true;
-  if (m_lost) {
-    PyErr_SetString(PyExc_MemoryError,
-                    "the worker ended before its result was read, and had no memory to keep it");
+  if (m_lost != nullptr) {
+    PyErr_SetString(PyExc_MemoryError, m_lost);
     return nullptr;
   }
   PyObject* values = PyList_New(static_cast<Py_ssize_t>(m_pieces.size()));
@@ -114,15 +145,22 @@ PyObject* held_result::copy_out_locked() {
     char* source = const_cast<char*>(static_cast<const char*>(p.data));
     const bool may_empty = p.movable && p.kept.empty();
     const auto size = static_cast<std::size_t>(p.length) * static_cast<std::size_t>(p.kind);
-    if (!p.is_str) {
-      value = PyBytes_FromStringAndSize(nullptr, p.length);
-      if (value != nullptr) move_or_copy(PyBytes_AS_STRING(value), source, size, may_empty);
-    } else {
-      // Same largest code point, so the same kind: the code units copy as is.
-      value = PyUnicode_New(p.length, p.max_char);
-      if (value != nullptr) {
-        move_or_copy(static_cast<char*>(PyUnicode_DATA(value)), source, size, may_empty);
-      }
+    switch (p.type) {
+      case value_type::bytes:
+        value = PyBytes_FromStringAndSize(nullptr, p.length);
+        if (value != nullptr) move_or_copy(PyBytes_AS_STRING(value), source, size, may_empty);
+        break;
+      case value_type::bytearray:
+        value = PyByteArray_FromStringAndSize(nullptr, p.length);
+        if (value != nullptr) move_or_copy(PyByteArray_AS_STRING(value), source, size, may_empty);
+        break;
+      case value_type::str:
+        // Same largest code point, so the same kind: the code units copy as is.
+        value = PyUnicode_New(p.length, p.max_char);
+        if (value != nullptr) {
+          move_or_copy(static_cast<char*>(PyUnicode_DATA(value)), source, size, may_empty);
+        }
+        break;
     }
     if (value == nullptr) {
       Py_DECREF(values);
@@ -131,7 +169,7 @@ PyObject* held_result::copy_out_locked() {
         PyErr_Format(PyExc_MemoryError,
                      "out of memory: could not copy the worker's %zd-byte %s result into "
                      "this interpreter",
-                     p.length * static_cast<Py_ssize_t>(p.kind), p.is_str ? "str" : "bytes");
+                     p.length * static_cast<Py_ssize_t>(p.kind), type_name(p.type));
       }
       return nullptr;
     }
@@ -162,14 +200,11 @@ bool held_result::release_if_done() {
 void held_result::detach() {
   std::lock_guard lock(m_mutex);
   if (!m_done) {
-    try {
-      for (piece& p : m_pieces) {
-        const auto size = static_cast<std::size_t>(p.length) * static_cast<std::size_t>(p.kind);
-        p.kept.assign(static_cast<const char*>(p.data), size);
-        p.data = p.kept.data();
+    for (piece& p : m_pieces) {
+      if (p.kept.empty() && p.length != 0 && !keep_copy(p)) {
+        m_lost = "the worker ended before its result was read, and had no memory to keep it";
+        break;
       }
-    } catch (const std::bad_alloc&) {
-      m_lost = true;
     }
   }
   release_objects();

@@ -1,14 +1,19 @@
-// Large bytes and str values of a reply, lent by the worker rather than
-// pickled into it.
+// Large bytes, bytearray and str values of a reply, lent by the worker rather
+// than pickled into it.
 //
 // Pickling a 16 MiB bytes result, copying the pickle out of the worker's
 // interpreter, into a Python bytes object and out of the pickle again made
-// four copies of it. A reply instead names such values (exact bytes or str,
-// large: the worker's wire module decides) by their place in a list that the
-// worker keeps alive; the caller builds each value in its own interpreter
-// straight from the worker's memory, one copy, and the worker lets go of
-// them afterwards. Both types are immutable, so the value cannot change
-// between the worker's return and the caller's copy.
+// four copies of it. A reply instead names such values (exact bytes,
+// bytearray or str, large: the worker's wire module decides) by their place
+// in a list that the worker keeps alive; the caller builds each value in its
+// own interpreter straight from the worker's memory, one copy, and the
+// worker lets go of them afterwards.
+//
+// Nothing may change a value between the worker's return and the caller's
+// copy. bytes and str are immutable. A bytearray is not: one that the
+// worker's code can still reach (a global buffer reused by the next call)
+// is copied aside before the worker runs anything else (mark_sole_owner),
+// and the caller copies from that snapshot.
 //
 // Moving instead of copying. A large value that only this object still
 // references (the worker kept none: `mark_sole_owner`) has nothing else
@@ -37,17 +42,21 @@ namespace interp_rpc::core {
 
 class held_result {
  public:
+  enum class value_type { bytes, bytearray, str };
+
   // Worker thread, its GIL held: holds each item of `values`, which must be
-  // exact bytes or str objects. Returns false (a Python error set) if one
-  // is not.
+  // exact bytes, bytearray or str objects. Returns false (a Python error
+  // set) if one is not.
   bool hold(PyObject* values);
   // Worker thread, before the call completes: what to do once the values
   // are copied or abandoned (wake the worker, so that it releases them).
   void when_done(std::function<void()> done) { m_when_done = std::move(done); }
 
   // Worker thread, its GIL held, once the reply that listed the values is
-  // gone: notes which values only this object references now, which the
-  // caller's read may then move rather than copy.
+  // gone, before the worker runs anything else: notes which values only
+  // this object references now, which the caller's read may then move
+  // rather than copy, and copies aside each bytearray that the worker's
+  // code can still reach (and so change).
   void mark_sole_owner();
 
   // Pages moved rather than copied by every read so far (for tests).
@@ -78,23 +87,25 @@ class held_result {
 
  private:
   struct piece {
-    bool is_str = false;
+    value_type type = value_type::bytes;
     const void* data = nullptr;
     Py_ssize_t length = 0;  // bytes, or code points of `kind` bytes each
     int kind = 1;           // a str's PyUnicode_KIND
     Py_UCS4 max_char = 0;   // a str's largest code point, for PyUnicode_New
-    std::string kept;       // its copy, once the worker ended first
+    std::string kept;       // its copy: the worker ended first, or could change it
     bool movable = false;   // only we reference it (mark_sole_owner): its pages may move
   };
 
   PyObject* copy_out_locked();
+  // Copies a piece into `kept` and reads it from there; false without memory.
+  static bool keep_copy(piece& p) noexcept;
   void release_objects();
 
   std::mutex m_mutex;
   std::vector<piece> m_pieces;
   std::vector<PyObject*> m_objects;  // the worker's strong references
   bool m_done = false;               // copied out, or abandoned
-  bool m_lost = false;               // the worker ended and could not keep a copy
+  const char* m_lost = nullptr;      // why the values are gone: no memory for a copy
   std::function<void()> m_when_done;
 };
 

@@ -23,6 +23,8 @@ if TYPE_CHECKING:  # workers import as little as they can when they start
     from collections.abc import Callable
     from typing import Any
 
+    from interp_rpc._worker.wire import Lent
+
 
 def _load_sibling(filename: str, name: str) -> ModuleType:
     """A module from beside this file, without importing the interp_rpc package."""
@@ -370,7 +372,7 @@ def _hooked(fn: Callable[..., Any], hooks: dict[str, Any], relay: Any,
 
 #: What execute() answers: (kind, reply, unpickling ns, pickling ns), and,
 #: when the reply lends values (see _lending), the list of them.
-type Reply = tuple[int, bytes, int, int] | tuple[int, bytes, int, int, list[bytes | str]]
+type Reply = tuple[int, bytes, int, int] | tuple[int, bytes, int, int, list[Lent]]
 
 
 def execute(request: memoryview, buffers: list[memoryview]) -> Reply:
@@ -483,8 +485,8 @@ def execute(request: memoryview, buffers: list[memoryview]) -> Reply:
     return wire.RETURNED, reply, loaded - started, time.perf_counter_ns() - finished
 
 
-def _lending(result: Any, mode: str) -> tuple[bytes, list[bytes | str]] | None:
-    """A subinterpreter's reply that lends its large bytes and str (the
+def _lending(result: Any, mode: str) -> tuple[bytes, list[Lent]] | None:
+    """A subinterpreter's reply that lends its large bytes, bytearray and str (the
     result itself, or a map's results) rather than pickling them, if any."""
     values = result if mode == "call" else result[0]
     if _columns_module is not None and type(values) is _columns_module.Column:
@@ -493,7 +495,7 @@ def _lending(result: Any, mode: str) -> tuple[bytes, list[bytes | str]] | None:
     elif not (wire.any_lent((values,)) if mode == "call" else wire.any_lent(values)):
         return None
     try:
-        pickled: tuple[bytes, list[bytes | str]] = wire.dumps_lending(result)
+        pickled: tuple[bytes, list[Lent]] = wire.dumps_lending(result)
     except Exception:
         return None  # pickled as usual, which says what cannot cross
     return pickled

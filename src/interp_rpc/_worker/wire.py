@@ -117,11 +117,15 @@ class WithBuffers(bytes):
     buffers: list[Any]
 
 
-#: A bytes or str result (or map result) this large is lent to the caller by
-#: a subinterpreter rather than pickled: the engine copies it once, from the
-#: worker's memory into the caller's object (core/held_result.hpp).
+#: A bytes, bytearray or str result (or map result) this large is lent to
+#: the caller by a subinterpreter rather than pickled: the engine copies it
+#: once, from the worker's memory into the caller's object
+#: (core/held_result.hpp).
 LEND_THRESHOLD = 64 * 1024
-_LENT_TYPES = frozenset((bytes, str))
+_LENT_TYPES = frozenset((bytes, bytearray, str))
+
+#: What a reply lends.
+type Lent = bytes | bytearray | str
 
 
 def _lent(value: object) -> bool:
@@ -129,18 +133,18 @@ def _lent(value: object) -> bool:
 
 
 def any_lent(values: list[Any] | tuple[Any, ...]) -> bool:
-    """Whether a value would be lent (one C-level pass when none is bytes or str)."""
+    """Whether a value would be lent (one C-level pass when none is of a lent type)."""
     return not _LENT_TYPES.isdisjoint(map(type, values)) and any(map(_lent, values))
 
 
 class _Lending(pickle.Pickler):
-    """Pickles a result whose large bytes and str are named by their place in
+    """Pickles a result whose large bytes, bytearray and str are named by their place in
     ``lent`` (a persistent id), not copied in. A value met twice is lent once,
     and arrives as one object, as pickle's memo (which comes after) would do."""
 
     def __init__(self, file: io.BytesIO) -> None:
         super().__init__(file, protocol=PROTOCOL)
-        self.lent: list[bytes | str] = []
+        self.lent: list[Lent] = []
         self._ids: dict[int, int] = {}  # id(value) -> its place in lent
 
     def persistent_id(self, obj: Any) -> int | None:
@@ -152,7 +156,7 @@ class _Lending(pickle.Pickler):
         return place
 
 
-def dumps_lending(value: object) -> tuple[bytes, list[bytes | str]]:
+def dumps_lending(value: object) -> tuple[bytes, list[Lent]]:
     """A result as a pickle, and the values it lends (see LEND_THRESHOLD)."""
     pickler = _Lending(file := io.BytesIO())
     pickler.dump(value)
@@ -162,7 +166,7 @@ def dumps_lending(value: object) -> tuple[bytes, list[bytes | str]]:
 class WithHeld(bytes):
     """A reply, with the lent values the engine copied out as ``held``."""
 
-    held: list[bytes | str]
+    held: list[Lent]
 
 
 class _Unlending(pickle.Unpickler):

@@ -1,6 +1,7 @@
-"""Large bytes and str results cross with one copy, and stay what they are.
+"""Large bytes, bytearray and str results cross with one copy, and stay what
+they are.
 
-A subinterpreter lends a bytes or str result (or map result) of
+A subinterpreter lends a bytes, bytearray or str result (or map result) of
 LEND_THRESHOLD or more instead of pickling it; the caller copies it out of
 the worker's memory. What the caller receives must be exactly what the
 target returned, of the same type, whenever it is read: after the worker
@@ -45,6 +46,15 @@ def test_bytes_results_come_back_as_bytes_with_their_values(
     assert back == sent
 
 
+@pytest.mark.parametrize("size", SIZES)
+def test_bytearray_results_come_back_as_bytearray_with_their_values(
+        lending_pool: InterpreterPool, size: int) -> None:
+    sent = bytearray(bytes(range(256)) * (size // 256) + b"\x02" * (size % 256))
+    back = lending_pool.call("pooltasks.identity", sent)
+    assert type(back) is bytearray
+    assert back == sent
+
+
 @pytest.mark.parametrize("character", CHARACTERS)
 @pytest.mark.parametrize("size", [LEND_THRESHOLD - 1, LEND_THRESHOLD, 1 << 20])
 def test_str_results_of_every_width_come_back_equal(
@@ -59,7 +69,7 @@ def test_str_results_of_every_width_come_back_equal(
 def test_map_results_mix_lent_and_pickled_values_in_order(
         lending_pool: InterpreterPool) -> None:
     items = [b"small", "é" * LEND_THRESHOLD, 7, b"z" * (2 * LEND_THRESHOLD), None,
-             "tiny", b"q" * LEND_THRESHOLD]
+             "tiny", b"q" * LEND_THRESHOLD, bytearray(b"w" * LEND_THRESHOLD), bytearray(b"s")]
     for chunksize in (1, 3, len(items)):
         back = list(lending_pool.map("pooltasks.identity", items, chunksize=chunksize))
         assert back == items
@@ -98,6 +108,23 @@ def test_a_result_read_late_is_intact_after_other_calls_and_close(
     assert list(results) == sent[1:]
 
 
+def test_a_bytearray_the_worker_changes_afterwards_arrives_as_it_was_returned(
+        make_pool: MakePool) -> None:
+    """The worker returns the same buffer from each call, refilled (and
+    resized, which moves its memory): a result read after the later calls
+    still holds what its own call returned."""
+    pool = make_pool(workers=1, init=INIT)
+    sizes = [LEND_THRESHOLD, 5 * LEND_THRESHOLD, 2 * LEND_THRESHOLD, 64 * LEND_THRESHOLD]
+    results = pool.map("lendtasks.refill", sizes, range(1, len(sizes) + 1), chunksize=1)
+    wait_until(lambda: finished_calls(pool, "lendtasks.refill") == len(sizes), 30,
+               "the calls to finish")
+    assert pool.call("lendtasks.refill", 3 * LEND_THRESHOLD, 99) == bytearray(
+        b"\x63" * (3 * LEND_THRESHOLD))
+    for byte, (size, back) in enumerate(zip(sizes, results, strict=True), start=1):
+        assert type(back) is bytearray
+        assert back == bytes([byte]) * size
+
+
 def test_a_result_read_after_its_worker_died_is_intact(make_pool: MakePool) -> None:
     pool = make_pool(workers=1, init=INIT)
     sent = "\u20ac" * (2 * LEND_THRESHOLD)
@@ -107,6 +134,24 @@ def test_a_result_read_after_its_worker_died_is_intact(make_pool: MakePool) -> N
     kill_worker(pool, 0)
     wait_until(lambda: pool.status()[0].state == "dead", 30, "the worker to die")
     assert list(results) == [sent, sent]
+
+
+@pytest.mark.parametrize("end", ["close", "death"])
+def test_a_bytearray_read_after_close_or_its_workers_death_is_intact(
+        make_pool: MakePool, end: str) -> None:
+    pool = make_pool(workers=1, init=INIT)
+    sent = [bytearray([i + 1]) * (LEND_THRESHOLD + i) for i in range(3)]
+    results = pool.map("pooltasks.identity", sent, chunksize=1)
+    wait_until(lambda: finished_calls(pool, "pooltasks.identity") == 3, 30,
+               "the calls to finish")
+    if end == "close":
+        pool.close()
+    else:
+        kill_worker(pool, 0)
+        wait_until(lambda: pool.status()[0].state == "dead", 30, "the worker to die")
+    back = list(results)
+    assert back == sent
+    assert all(type(b) is bytearray for b in back)
 
 
 def test_the_worker_lets_go_once_the_result_is_read_or_dropped(
@@ -145,6 +190,16 @@ def test_large_results_moved_rather_than_copied_are_exact_call_after_call(
             lendtasks.patterned(MOVED_SIZE + seed, seed)
     results = list(lending_pool.map(lendtasks.patterned, [MOVED_SIZE] * 2, range(2)))
     assert results == [lendtasks.patterned(MOVED_SIZE, s) for s in range(2)]
+    assert pages_moved() > moved
+
+
+def test_a_large_bytearray_only_the_result_references_is_moved_and_exact(
+        lending_pool: InterpreterPool) -> None:
+    moved = pages_moved()
+    for seed in range(2):
+        back = lending_pool.call(lendtasks.patterned_bytearray, MOVED_SIZE + seed, seed)
+        assert type(back) is bytearray
+        assert back == lendtasks.patterned(MOVED_SIZE + seed, seed)
     assert pages_moved() > moved
 
 
