@@ -222,7 +222,14 @@ class _View:
 
     def __reduce_ex__(self, protocol: SupportsIndex) -> Any:
         # Builtins as the rebuilding callables: the worker needs no import.
-        return memoryview.cast, (_AsView(self.buffer), self.format, self.shape)
+        return memoryview.cast, (_AsView(self.buffer), *_cast_arguments(self.format, self.shape))
+
+
+def _cast_arguments(format: str, shape: tuple[int, ...]) -> tuple[Any, ...]:
+    """What memoryview.cast takes to give a view of ``format`` and ``shape``.
+    It refuses a shape with a zero in it: an empty view of one dimension is
+    cast without one (_castable refuses empty views of more)."""
+    return (format,) if shape == (0,) else (format, shape)
 
 
 class _AsView:
@@ -241,6 +248,10 @@ class _AsView:
 
 def _castable(view: memoryview) -> str | None:
     """Why ``view`` cannot be rebuilt in the worker by memoryview.cast, or None."""
+    if view.ndim > 1 and 0 in (view.shape or ()):
+        return (f"a memoryview of shape {view.shape} cannot be rebuilt in the worker "
+                "(memoryview.cast refuses a dimension of length 0 in a shape of more than "
+                "one); pass an empty view of one dimension, or bytes(view)")
     if view.format == "B" and view.ndim == 1:
         return None
     try:
@@ -287,6 +298,8 @@ def _crossing(value: Any) -> Any:
         with memoryview(value.buffer) as borrowed:
             if not borrowed.c_contiguous:
                 raise UnshareableBuffer("a borrowed buffer must be C-contiguous")
+            if (problem := _castable(borrowed)) is not None:
+                raise UnshareableBuffer(problem)
             return _View(pickle.PickleBuffer(value.buffer), borrowed.format,
                          borrowed.shape or ())
     return value

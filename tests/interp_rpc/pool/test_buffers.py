@@ -80,6 +80,28 @@ def test_a_view_of_an_unsupported_format_is_refused_by_name(
     assert "cannot be rebuilt in the worker" in err.reason
 
 
+@pytest.mark.parametrize("typecode", ["B", "b", "q", "d"])
+def test_an_empty_view_arrives_as_an_empty_view_of_its_format(
+        module_pool: InterpreterPool, typecode: str) -> None:
+    for view in (memoryview(array(typecode)), memoryview(array(typecode, [1, 2]))[2:]):
+        assert module_pool.call("buffertasks.describe", view) == (
+            "memoryview", typecode, view.itemsize, (0,), True, [])
+    # The same as a borrowed buffer, and as map items.
+    assert module_pool.call("buffertasks.describe", borrow(bytearray()))[3] == (0,)
+    assert list(module_pool.map("builtins.len", [memoryview(b"")] * 3)) == [0] * 3
+
+
+def test_an_empty_view_of_two_dimensions_is_refused_by_name(
+        module_pool: InterpreterPool) -> None:
+    numpy = pytest.importorskip("numpy")
+    view = memoryview(numpy.zeros((3, 0)))
+    with pytest.raises(ShareabilityError) as info:
+        module_pool.call("buffertasks.total", view)
+    err = info.value
+    assert err.argument_path == "argument 'view'"
+    assert "shape (3, 0) cannot be rebuilt in the worker" in err.reason
+
+
 def test_bytearray_is_snapshotted_when_the_call_is_made(pool: InterpreterPool,
                                                         gates: Gates) -> None:
     gate = gates.new()
