@@ -132,9 +132,22 @@ def _lent(value: object) -> bool:
     return type(value) in _LENT_TYPES and len(value) >= LEND_THRESHOLD  # type: ignore[arg-type]
 
 
+def _lends(value: object) -> bool:
+    """Whether pickling ``value`` lends something: itself, or a large
+    memoryview's copy (see _view_result)."""
+    if type(value) is memoryview:
+        return value.nbytes >= LEND_THRESHOLD
+    return _lent(value)
+
+
+#: The types of the values that may lend something.
+_LENDING_TYPES = _LENT_TYPES | {memoryview}
+
+
 def any_lent(values: list[Any] | tuple[Any, ...]) -> bool:
-    """Whether a value would be lent (one C-level pass when none is of a lent type)."""
-    return not _LENT_TYPES.isdisjoint(map(type, values)) and any(map(_lent, values))
+    """Whether a value would lend something (one C-level pass when none is of
+    such a type)."""
+    return not _LENDING_TYPES.isdisjoint(map(type, values)) and any(map(_lends, values))
 
 
 class _Lending(pickle.Pickler):
@@ -155,6 +168,11 @@ class _Lending(pickle.Pickler):
             self.lent.append(obj)
         return place
 
+    def reducer_override(self, obj: Any) -> Any:
+        if type(obj) is memoryview:
+            return _view_result(obj, out_of_band=False)  # its large copy is lent
+        return NotImplemented
+
 
 def dumps_lending(value: object) -> tuple[bytes, list[Lent]]:
     """A result as a pickle, and the values it lends (see LEND_THRESHOLD)."""
@@ -174,20 +192,60 @@ class _Unlending(pickle.Unpickler):
         return self.held[pid]  # type: ignore[attr-defined]
 
 
-class _ViewsAsBytes(pickle.Pickler):
-    """Pickles memoryviews (which pickle refuses) as bytes."""
+class _WithViews(pickle.Pickler):
+    """Pickles memoryviews, which pickle refuses, as _view_result says."""
+
+    def __init__(self, file: io.BytesIO, out_of_band: OutOfBand | None) -> None:
+        super().__init__(file, protocol=PROTOCOL, buffer_callback=out_of_band)
+        self._out_of_band = out_of_band is not None
 
     def reducer_override(self, obj: Any) -> Any:
         if type(obj) is memoryview:
-            return bytes, (obj.tobytes(),)
+            return _view_result(obj, out_of_band=self._out_of_band)
         return NotImplemented
+
+
+def _view_result(view: memoryview, *, out_of_band: bool) -> tuple[Any, ...]:
+    """How a memoryview that a target returned crosses (a reduce value): a
+    copy of its bytes, since its memory is the worker's, that the caller
+    casts back into a read-only view of the same format and shape, as a
+    memoryview argument arrives in the worker. The copy goes out of band
+    when ``out_of_band``, or is lent when large (see _Lending). A format
+    that memoryview.cast cannot rebuild crosses as the bytes alone."""
+    data = view.tobytes()  # C order, whatever the view's strides
+    if _castable(view) is not None:
+        return bytes, (data,)
+    buffer = pickle.PickleBuffer(data) if out_of_band else data
+    return memoryview.toreadonly, (_View(buffer, view.format, view.shape or ()),)
+
+
+class _ViewResultAfar:
+    """A memoryview result on its way through another transport (a dask
+    task's outcome, which dask pickles with its own means): it crosses as
+    _view_result says, so the far side gets a read-only view of the same
+    format and shape, as a caller of the pool gets one."""
+
+    __slots__ = ("view",)
+
+    def __init__(self, view: memoryview) -> None:
+        self.view = view
+
+    def __reduce_ex__(self, protocol: SupportsIndex) -> tuple[Any, ...]:
+        # Out of band where the transport's pickle protocol has buffers.
+        return _view_result(self.view, out_of_band=int(protocol) >= 5)
+
+
+def views_for_transport(value: Any) -> Any:
+    """``value`` with a memoryview itself (not one nested deeper) made to
+    cross another transport as it crosses the pool (see _ViewResultAfar)."""
+    return _ViewResultAfar(value) if type(value) is memoryview else value
 
 
 def dumps_result(value: object, out_of_band: OutOfBand | None = None) -> bytes:
     """A worker's return value as bytes (its large buffers into
     ``out_of_band``, when given). A memoryview in it (often a view of a
-    zero-copy argument, returned as is) crosses as bytes; the slower pickler
-    that does this only runs when plain pickling failed."""
+    zero-copy argument, returned as is) crosses as _view_result says; the
+    slower pickler that does this only runs when plain pickling failed."""
     if out_of_band is not None:
         out_of_band.buffers.clear()
     try:
@@ -196,7 +254,7 @@ def dumps_result(value: object, out_of_band: OutOfBand | None = None) -> bytes:
         if out_of_band is not None:
             out_of_band.buffers.clear()  # the failed attempt's
         buffer = io.BytesIO()
-        _ViewsAsBytes(buffer, protocol=PROTOCOL, buffer_callback=out_of_band).dump(value)
+        _WithViews(buffer, out_of_band).dump(value)
         return buffer.getvalue()
 
 
@@ -210,12 +268,13 @@ def result_failure(value: object) -> str | None:
 
 
 class _View:
-    """A memoryview argument on its way: its bytes out of band, and how the
-    worker casts them back to the same format and shape."""
+    """A memoryview on its way: its bytes (out of band, or a result's copy),
+    and how the receiver casts them back to the same format and shape."""
 
     __slots__ = ("buffer", "format", "shape")
 
-    def __init__(self, buffer: pickle.PickleBuffer, format: str, shape: tuple[int, ...]) -> None:
+    def __init__(self, buffer: pickle.PickleBuffer | bytes, format: str,
+                 shape: tuple[int, ...]) -> None:
         self.buffer = buffer
         self.format = format
         self.shape = shape
@@ -239,7 +298,7 @@ class _AsView:
 
     __slots__ = ("buffer",)
 
-    def __init__(self, buffer: pickle.PickleBuffer) -> None:
+    def __init__(self, buffer: pickle.PickleBuffer | bytes) -> None:
         self.buffer = buffer
 
     def __reduce_ex__(self, protocol: SupportsIndex) -> Any:

@@ -38,6 +38,7 @@ from interp_rpc._pool.encoding import EncodedCall
 from interp_rpc._pool.engine import _core
 from interp_rpc._pool.exit_policy import EXIT_TIMEOUT
 from interp_rpc._pool.pool import InterpreterPool
+from interp_rpc._worker.wire import views_for_transport
 from interp_rpc.dask import _profiling
 from interp_rpc.dask._cluster_output import Forwarder
 from interp_rpc.dask._definitions import DEFINITIONS
@@ -240,10 +241,13 @@ class PoolPlugin(WorkerPlugin):
         unpickled here, in the dask worker's own interpreter)."""
         def call_or_map(pool: InterpreterPool, buffers: list[Any]) -> Outcome:
             encoded = _received(target_name, request, buffers, chunk_items is not None)
+            # dask pickles the outcome by its own means: a memoryview result
+            # is made to arrive as from a local pool (wire.views_for_transport).
             if chunk_items is None:
-                return "ok", pool.call_encoded(encoded)
+                return "ok", views_for_transport(pool.call_encoded(encoded))
             values, failure = pool.map_chunk_encoded(encoded, chunk_items,
                                                      functools.partial(self._note_chunk, job))
+            values = [views_for_transport(value) for value in values]
             if failure is not None:
                 # A failing item: the chunk's results before it go back too,
                 # so the caller yields them before raising, as the local map does.

@@ -162,3 +162,14 @@ def test_a_profile_leaves_out_the_chunks_of_a_map_begun_before_it(any_pool: Any,
         assert list(any_pool.map("pooltasks.square", range(4), chunksize=1)) == [0, 1, 4, 9]
     profiled = sorted((r.target, r.item) for r in prof.records)
     assert profiled == [("pooltasks.square", i) for i in range(4)]
+
+
+def test_a_memoryview_result_comes_back_as_a_read_only_view(any_pool: Any) -> None:
+    for size in (48, 1 << 17):  # pickled into the reply, and lent
+        data = (bytes(range(256)) * (size // 256 + 1))[:size]
+        back = any_pool.call("buffertasks.view_of", data, "d", (size // 8,))
+        assert type(back) is memoryview
+        assert (back.format, back.shape, back.readonly) == ("d", (size // 8,), True)
+        assert back.tobytes() == data
+    mapped = list(any_pool.map("buffertasks.view_of", [b"ab", b"cd"], ["B", "B"], [(2,), (2,)]))
+    assert [(type(v), bytes(v)) for v in mapped] == [(memoryview, b"ab"), (memoryview, b"cd")]
