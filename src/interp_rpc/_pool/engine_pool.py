@@ -25,7 +25,12 @@ from interp_rpc._pool.engine_face import EngineCall, PoolEngine
 from interp_rpc._pool.everywhere import EverywhereRun
 from interp_rpc._pool.futures import CallFuture
 from interp_rpc._pool.map import MapIterator, MapRun
-from interp_rpc._pool.validation import check_init, check_timeout, check_workers
+from interp_rpc._pool.validation import (
+    check_init,
+    check_timeout,
+    check_workers,
+    checked_arguments,
+)
 from interp_rpc._worker import wire
 from interp_rpc.errors import PoolClosedError, PoolInitError, WorkerInitFailure
 from interp_rpc.profiling.recorder import ProfileRecorder, ProfileSession
@@ -151,7 +156,8 @@ class EnginePool[Call: EngineCall](Executor, metaclass=abc.ABCMeta):
         stands for; ``timeout`` is a deadline for all of them. A worker that
         replaces one that died later does not run it again."""
         check_timeout("timeout", timeout)
-        encoded = self._encode(target, args, kwargs or {})
+        args, kwargs = checked_arguments(args, kwargs)
+        encoded = self._encode(target, args, kwargs)
         chosen = range(self.workers) if workers is None else workers
         return EverywhereRun(self, encoded, target, timeout, chosen)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 
 def check_timeout(name: str, value: float | None) -> None:
@@ -68,3 +69,17 @@ def check_buffersize(value: object) -> None:
         raise TypeError("buffersize must be an integer or None")
     if value is not None and value < 1:
         raise ValueError("buffersize must be None or > 0")
+
+
+def checked_arguments(args: object, kwargs: object) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """run_everywhere()'s ``args`` and ``kwargs``, passed as values rather
+    than spread: a tuple (or list) and a dict (or None). A single argument
+    passed bare would otherwise fail deep inside with a message about
+    iterating it."""
+    if not isinstance(args, tuple | list):
+        raise TypeError(f"args must be a tuple of the target's arguments, not "
+                        f"{type(args).__name__} (for one argument, pass args=(value,))")
+    if kwargs is not None and not isinstance(kwargs, dict):
+        raise TypeError(f"kwargs must be a dict of keyword arguments or None, not "
+                        f"{type(kwargs).__name__}")
+    return tuple(args), kwargs or {}

@@ -13,7 +13,12 @@ from concurrent.futures import CancelledError, Executor, Future
 from typing import TYPE_CHECKING, Any, Self
 
 from interp_rpc._pool.encoding import EncodedCall, encode_call
-from interp_rpc._pool.validation import check_count, check_init, check_timeout
+from interp_rpc._pool.validation import (
+    check_count,
+    check_init,
+    check_timeout,
+    checked_arguments,
+)
 from interp_rpc.dask import _asking, _cluster_map, _profiling
 from interp_rpc.dask._asking import ANSWER_TIMEOUT
 from interp_rpc.dask._cluster_output import (
@@ -266,7 +271,8 @@ class ClusterPool(Executor):
         run it unless the run is remembered (EverywhereRun.remember, which
         %%parallel uses)."""
         check_timeout("timeout", timeout)
-        request = encode_call(target, args, kwargs or {}, check_open=self._check_open)
+        args, kwargs = checked_arguments(args, kwargs)
+        request = encode_call(target, args, kwargs, check_open=self._check_open)
         # Replayed later, where nobody shows what it prints.
         replayable = request if destination_in(request) is None else encode_call(
             target, tuple(None if isinstance(a, OutputDestination) else a for a in args),

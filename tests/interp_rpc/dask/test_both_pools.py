@@ -173,3 +173,14 @@ def test_a_memoryview_result_comes_back_as_a_read_only_view(any_pool: Any) -> No
         assert back.tobytes() == data
     mapped = list(any_pool.map("buffertasks.view_of", [b"ab", b"cd"], ["B", "B"], [(2,), (2,)]))
     assert [(type(v), bytes(v)) for v in mapped] == [(memoryview, b"ab"), (memoryview, b"cd")]
+
+
+def test_run_everywhere_names_arguments_passed_bare(any_pool: Any) -> None:
+    """args and kwargs are values, not spread: one argument passed bare is
+    refused with the fix, before anything is sent."""
+    with pytest.raises(TypeError, match=r"args must be a tuple .* not bool .*args=\(value,\)"):
+        any_pool.run_everywhere("pooltasks.identity", True)
+    with pytest.raises(TypeError, match=r"kwargs must be a dict .* not list"):
+        any_pool.run_everywhere("pooltasks.add", (1,), [2])
+    # A list of arguments is fine.
+    assert set(any_pool.run_everywhere("pooltasks.add", [1, 2]).wait().values()) == {3}
