@@ -8,7 +8,7 @@ interleaved so that a slow moment of the machine falls on all of them):
   n = 10^3 to 10^7 (InterpreterPoolExecutor, at about 10^4 items a second,
   only up to 10^4);
 - ``bytes argument`` / ``bytes result``: 1 KiB to 256 MiB crossing one way,
-  plus a ``memoryview`` argument and a ``str`` result;
+  plus a ``memoryview`` argument, and ``str`` and ``bytearray`` results;
 - ``float list`` / ``int list``, as argument and as result: 10^3 to 10^7
   numbers (2^20 is the acceptance row);
 - ``Ctrl-C``: interp-rpc alone, Ctrl-C a third of the way into a map of 10^7 items:
@@ -174,6 +174,7 @@ def payload_rows(sizes: list[int], calls: dict[str, Run], rounds: int) -> list[R
     results = [Row("bytes result", f"{size_label(s)} bytes", s) for s in sizes]
     results += [Row("bytes result", f"{size_label(s)}-character str", s)
                 for s in sizes if s >= MiB]
+    results += [Row("bytes result", f"{size_label(s)} bytearray", s) for s in sizes if s >= MiB]
     data: dict[int, bytes] = {}
 
     def argument(row: Row, call: Run) -> Any:
@@ -183,16 +184,18 @@ def payload_rows(sizes: list[int], calls: dict[str, Run], rounds: int) -> list[R
         zero_copy = row.label.startswith("memoryview") and call is calls[OURS]
         return call(workloads.payload_len, (memoryview(value) if zero_copy else value,))
 
+    made = {"str": workloads.filled_str, "bytearray": workloads.filled_bytearray,
+            "bytes": workloads.filled_bytes}
+
     def result(row: Row, call: Run) -> Any:
-        target = workloads.filled_str if row.label.endswith("str") else workloads.filled_bytes
-        return call(target, (row.size,))
+        return call(made[row.label.rsplit(" ", 1)[-1]], (row.size,))
 
     def check_argument(row: Row, value: Any) -> None:
         assert value == row.size
 
     def check_result(row: Row, value: Any) -> None:
-        assert len(value) == row.size and type(value) is (str if row.label.endswith("str")
-                                                         else bytes)
+        assert len(value) == row.size
+        assert type(value).__name__ == row.label.rsplit(" ", 1)[-1]
 
     for rows, runner, check in ((arguments, argument, check_argument),
                                 (results, result, check_result)):
@@ -491,7 +494,8 @@ def main() -> None:
     (args.out_dir / "scaling.svg").write_text(draw(
         [(r.axis, r.size, {n: r.median(n) for n in CONTENDERS}) for r in rows
          if r.axis != INTERRUPT_AXIS
-         and not r.label.startswith(("memoryview", f"{size_label(r.size)}-character"))],
+         and not r.label.startswith(("memoryview", f"{size_label(r.size)}-character"))
+         and not r.label.endswith("bytearray")],
         CONTENDERS))
 
 

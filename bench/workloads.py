@@ -83,6 +83,11 @@ def filled_bytes(size: int) -> bytes:
     return b"\xa5" * size
 
 
+def filled_bytearray(size: int) -> bytearray:
+    """filled_bytes() as a new bytearray, to cross as a result."""
+    return bytearray(b"\xa5") * size
+
+
 def filled_str(size: int) -> str:
     """A str of ``size`` characters, every page written, to cross as a result."""
     return "\u00e9" * size
