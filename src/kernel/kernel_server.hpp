@@ -177,6 +177,10 @@ class kernel_server final : public xeus::xserver {
   // socket's state changed (a request may be there).
   std::mutex m_shell_mutex;
   bool m_shell_closed = false;  // guarded by m_shell_mutex
+  // Held by the reader of requests from the socket until it has routed
+  // them: requests then reach the queues in the order they arrived, though
+  // two threads read (read_shell_requests). Taken before m_shell_mutex.
+  std::mutex m_shell_read_mutex;
   int m_shell_fd = -1;
   // Whether the main thread handles a request or a task; the shell router
   // thread watches the socket only then. m_router_wake: look again.

@@ -32,6 +32,11 @@ void kernel_server::send_shell_impl(xeus::xmessage message) {
 }
 
 void kernel_server::read_shell_requests() {
+  // The main thread and the router thread both read. Without this lock, one
+  // could route the requests it read after the other had read later ones
+  // and routed them first: a burst of cells (Run All) would then run out of
+  // order, and each cell's replies and outputs come after later cells'.
+  std::lock_guard in_order(m_shell_read_mutex);
   std::vector<frame_list> requests;
   {
     std::lock_guard lock(m_shell_mutex);
@@ -41,7 +46,7 @@ void kernel_server::read_shell_requests() {
       requests.push_back(std::move(frames));
     }
   }
-  // Unlocked: routing may send an error reply.
+  // With m_shell_mutex released: routing may send an error reply.
   for (const frame_list& request : requests) {
     route_shell_request(request);
   }
