@@ -242,7 +242,7 @@ def steps_of(options: Options, build_dir: str) -> list[Step]:
         steps: list[Step] = [(f"C++ tests under {options.sanitize} sanitizer", [ctest], {}, None)]
         for step in python_steps(options.sanitize, build_dir, sys.executable,
                                  options.pytest_args):
-            steps.append((step.name, [step.argv], step.env, step.reports))
+            steps.append((step.name, step.argvs, step.env, step.reports))
         return steps
     if options.repeat > 1:
         return [(f"pytest run {n}/{options.repeat}", whole, {}, None)

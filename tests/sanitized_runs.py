@@ -22,19 +22,28 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 
-#: The Python suites a sanitized run drives, by step: the pool's (its magics
+#: The Python suites a sanitized run drives, by pytest: the pool's (its magics
 #: are in tests/interp_rpc/notebook) with the fault tests, and the kernel's.
 #: The kernel's run in a pytest of their own: their modules import their
 #: conftest by that name, which another suite's conftest would shadow.
 SANITIZED_SUITES = {"pool and fault suites": ("tests/interp_rpc", "tests/faults"),
                     "kernel suite": ("tests/kernel",)}
 
+#: Which sanitizer runs the suites (address or thread), for the tests that
+#: behave otherwise under one: the kernel suite's parity tests, for one, run
+#: on our kernel alone (tests/kernel/conftest.py).
+SANITIZER_VARIABLE = "INTERP_RPC_TEST_SANITIZER"
+
+#: How many of its slowest tests each pytest of a complete sanitized run
+#: names at its end: where a sanitized run's time goes, in every CI log.
+SLOWEST_LISTED = 15
+
 #: Left out under TSan: ClusterPool's suites start dask clusters (Python
 #: processes and threads) whose start-up timeouts do not survive TSan's
-#: slowdown. The pool contract they share is run on InterpreterPool.
-#: ProcessPool's suites have not been run under TSan yet (under ASan they
-#: pass their worker and script processes the sanitizer's variables).
-NOT_UNDER_THREAD_SANITIZER = ("tests/interp_rpc/dask", "tests/interp_rpc/process")
+#: slowdown. The pool contract they share is run on InterpreterPool and
+#: ProcessPool (whose worker and script processes get the sanitizer's
+#: variables, tests/interp_rpc/process/process_support.py).
+NOT_UNDER_THREAD_SANITIZER = ("tests/interp_rpc/dask",)
 
 #: Suites that assert how little the process's RSS grows. ASan's quarantine
 #: of freed memory (what finds a use after free) grows it by hundreds of MB:
@@ -77,7 +86,7 @@ class SanitizerSetupError(Exception):
 @dataclass(frozen=True)
 class SanitizedStep:
     name: str
-    argv: list[str]
+    argvs: list[list[str]]  # one pytest, or several that run side by side
     env: dict[str, str]
     reports: Path  # where the step's processes write their sanitizer reports
 
@@ -106,36 +115,53 @@ def environment(kind: str, reports: Path, extra_asan: str = "") -> dict[str, str
     preload = " ".join([sanitizer_runtime(runtime), sanitizer_runtime("libstdc++.so")])
     if kind == "address":
         asan = ":".join(filter(None, [ASAN_OPTIONS, extra_asan]))
-        return {"LD_PRELOAD": preload,
+        return {"LD_PRELOAD": preload, SANITIZER_VARIABLE: kind,
                 "ASAN_OPTIONS": with_log_path(asan, reports),
                 "UBSAN_OPTIONS": with_log_path(UBSAN_OPTIONS, reports)}
-    return {"LD_PRELOAD": preload, "TSAN_OPTIONS": with_log_path(TSAN_OPTIONS, reports)}
+    return {"LD_PRELOAD": preload, SANITIZER_VARIABLE: kind,
+            "TSAN_OPTIONS": with_log_path(TSAN_OPTIONS, reports)}
 
 
 def python_steps(kind: str, build_dir: str, python: str,
                  pytest_args: list[str]) -> list[SanitizedStep]:
     """The pytest steps of a sanitized run: ``pytest_args`` if given, else
-    the SANITIZED_SUITES."""
+    the SANITIZED_SUITES.
+
+    Under ASan the suites' pytests run side by side, in one step, as the
+    halves of ``./dev test`` do (the same suites share a machine there): most
+    of their tests wait for kernels and workers rather than compute, and the
+    pair takes little more than the kernel suite alone. This is what lets CI
+    run them. Under TSan, which slows every thread several times over, they
+    run one after the other, so that no test's timeout has to absorb the
+    other suite's load too."""
     base = Path(build_dir) / "sanitizer-reports"
     pytest = [python, "-m", "pytest"]
     if pytest_args:
         reports = base / "pytest"
-        return [SanitizedStep(f"pytest under {kind} sanitizer", [*pytest, *pytest_args],
+        return [SanitizedStep(f"pytest under {kind} sanitizer", [[*pytest, *pytest_args]],
                               environment(kind, reports), reports)]
     left_out = RSS_MEASURING_SUITES if kind == "address" else NOT_UNDER_THREAD_SANITIZER
     ignored = [f"--ignore={suite}" for suite in left_out]
+    # Each pytest has a cache of its own (two writing one would race).
+    argvs = {name: [*pytest, "-o", f"cache_dir=.pytest_cache/{kind}-{name.replace(' ', '-')}",
+                    f"--durations={SLOWEST_LISTED}", *ignored, *suites]
+             for name, suites in SANITIZED_SUITES.items()}
     steps = []
-    for name, suites in SANITIZED_SUITES.items():
-        reports = base / name.replace(" ", "-")
-        steps.append(SanitizedStep(f"{name} under {kind} sanitizer", [*pytest, *ignored, *suites],
-                                   environment(kind, reports), reports))
     if kind == "address":
+        reports = base / "suites"
+        steps.append(SanitizedStep(f"{' and '.join(argvs)} under {kind} sanitizer, side by side",
+                                   list(argvs.values()), environment(kind, reports), reports))
         for name, suites in RSS_MEASURING.items():
             reports = base / f"{name}-rss"
             steps.append(SanitizedStep(
                 f"{name}'s RSS-measuring suites under address sanitizer, without quarantine",
-                [*pytest, *suites], environment(kind, reports, extra_asan=NO_QUARANTINE),
+                [[*pytest, *suites]], environment(kind, reports, extra_asan=NO_QUARANTINE),
                 reports))
+        return steps
+    for name, argv in argvs.items():
+        reports = base / name.replace(" ", "-")
+        steps.append(SanitizedStep(f"{name} under {kind} sanitizer", [argv],
+                                   environment(kind, reports), reports))
     return steps
 
 

@@ -13,6 +13,7 @@ TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
 
 import run_all  # noqa: E402  (tests/ is not a package)
+import sanitized_runs  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -89,3 +90,37 @@ def test_the_tests_a_failing_half_names_are_listed_once_without_their_message(
     assert capsys.readouterr().out.endswith(
         "          ERROR tests/browser/test_a.py::test_one[light]\n"
         "          FAILED tests/kernel/test_b.py::test_two\n")
+
+
+def sanitized_steps(kind: str) -> list[tuple[str, list[list[str]], dict[str, str]]]:
+    options = run_all.parse([f"--sanitize={kind}"])
+    return [(name, commands, env) for name, commands, env, _ in run_all.steps_of(options, "b")]
+
+
+def test_under_asan_the_pool_and_kernel_suites_run_side_by_side() -> None:
+    """As ./dev test's halves do: that is what makes the ASan run short
+    enough for CI. Each pytest has a cache of its own and names its slowest
+    tests, and each leaves the memory-growth suites to the step without
+    quarantine."""
+    _, side_by_side, _ = sanitized_steps("address")[1]
+    assert [paths_of(argv) for argv in side_by_side] == [
+        ["tests/interp_rpc", "tests/faults"], ["tests/kernel"]]
+    caches = {next(arg for arg in argv if arg.startswith("cache_dir=")) for argv in side_by_side}
+    assert len(caches) == 2, caches
+    for argv in side_by_side:
+        assert f"--durations={sanitized_runs.SLOWEST_LISTED}" in argv
+        assert "--ignore=tests/kernel/test_memory.py" in argv
+
+
+def test_under_tsan_the_suites_run_one_after_the_other() -> None:
+    steps = sanitized_steps("thread")
+    assert [len(commands) for _, commands, _ in steps] == [1, 1, 1]
+    assert paths_of(steps[2][1][0]) == ["tests/kernel"]
+
+
+@pytest.mark.parametrize("kind", ["address", "thread"])
+def test_every_sanitized_process_is_told_which_sanitizer_runs(kind: str) -> None:
+    """tests/kernel/conftest.py reads it: parity cases then run on our
+    kernel alone."""
+    for name, _, env in sanitized_steps(kind)[1:]:
+        assert env[sanitized_runs.SANITIZER_VARIABLE] == kind, name
