@@ -5,6 +5,7 @@ from __future__ import annotations
 import concurrent.interpreters
 import itertools
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -34,6 +35,21 @@ def wait_until[T](predicate: Callable[[], T], timeout: float = POLL_LIMIT,
         time.sleep(0.005)
 
 
+def signal_path(path: Path) -> None:
+    """Creates ``path`` as pooltasks.signal does: written, then renamed into
+    place (see there why)."""
+    written = path.with_name(f".{path.name}.{os.getpid()}-{threading.get_ident()}")
+    written.write_bytes(b"open\n")
+    os.replace(written, path)
+
+
+def await_path(path: Path, timeout: float = POLL_LIMIT, what: str = "the path") -> None:
+    """Waits for ``path`` to appear, then reads it, as pooltasks.wait_for_path
+    does (see there why)."""
+    wait_until(path.exists, timeout, what)
+    path.read_bytes()
+
+
 class Gates:
     """File-system gates: a worker call created with ``block_args()`` signals
     that it started, then waits until the test opens its gate."""
@@ -51,7 +67,8 @@ class Gates:
 
     def release_all(self) -> None:
         for path in self._gates:
-            path.touch()
+            if not path.exists():
+                signal_path(path)
 
 
 class Gate:
@@ -68,13 +85,13 @@ class Gate:
         return ("block", str(self.started), str(self.gate), result)
 
     def wait_started(self, timeout: float = POLL_LIMIT) -> None:
-        wait_until(self.started.exists, timeout, f"the call behind {self.gate.name} starting")
+        await_path(self.started, timeout, f"the call behind {self.gate.name} starting")
 
     def has_started(self) -> bool:
         return self.started.exists()
 
     def release(self) -> None:
-        self.gate.touch()
+        signal_path(self.gate)
 
 
 def non_main_interpreters() -> list[int]:
