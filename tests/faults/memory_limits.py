@@ -18,6 +18,7 @@ LIMIT_HEADROOM = 600 * MiB
 STEPS = [
     ("worker allocates 4 GiB", bytearray, 4096 * MiB),
     ("350 MiB result", bytes, 350 * MiB),
+    ("350 MiB bytearray result", bytearray, 350 * MiB),
 ]
 
 
