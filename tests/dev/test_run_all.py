@@ -124,3 +124,20 @@ def test_every_sanitized_process_is_told_which_sanitizer_runs(kind: str) -> None
     kernel alone."""
     for name, _, env in sanitized_steps(kind)[1:]:
         assert env[sanitized_runs.SANITIZER_VARIABLE] == kind, name
+
+
+def test_only_the_rss_measuring_suites_run_without_quarantine_and_fake_stacks() -> None:
+    """Both grow RSS by design: the suites that bound RSS growth would fail
+    on ASan's memory rather than ours. Every other suite keeps them, since
+    they are what finds a use after free and a use after return."""
+    steps = sanitized_steps("address")[1:]
+    rss_steps = [(commands, env) for name, commands, env in steps if "RSS" in name]
+    assert sorted(path for commands, _ in rss_steps for path in paths_of(commands[0])) == sorted(
+        sanitized_runs.RSS_MEASURING_SUITES)
+    for _, env in rss_steps:
+        assert "quarantine_size_mb=0" in env["ASAN_OPTIONS"]
+        assert "detect_stack_use_after_return=0" in env["ASAN_OPTIONS"]
+    for name, _, env in steps:
+        if "RSS" not in name:
+            assert "quarantine_size_mb" not in env["ASAN_OPTIONS"], name
+            assert "detect_stack_use_after_return" not in env["ASAN_OPTIONS"], name
