@@ -92,10 +92,15 @@ class RemoteError(InterpRpcError):
     its description does. When the caller can find the original class under
     the same qualified name (builtins always; other classes when their module
     is importable here), the error raised is an instance of a subclass of both
-    RemoteError and that class, so ``except ZeroDivisionError`` catches it.
-    Otherwise ``isinstance(err, YourError)`` is False: branch on
+    RemoteError and that class, so ``except ZeroDivisionError`` catches it,
+    and it has the original's ``args`` and the attributes that unpickle here
+    (``err.errno``, ``err.pos``). Otherwise ``isinstance(err, YourError)`` is False: branch on
     ``remote_type_name`` (and ``remote_module``) instead.
     """
+
+    #: The original's pickled args and attributes, as a combined error got
+    #: them (interp_rpc._pool.remote_classes); None for a plain RemoteError.
+    _remote_contents: tuple[bytes | None, dict[str, bytes]] | None = None
 
     def __init__(
         self,
@@ -123,7 +128,13 @@ class RemoteError(InterpRpcError):
         #: Where the worker keeps this failure's frames (its process,
         #: interpreter and failure number), for debug(); None when unknown.
         self.post_mortem: dict[str, Any] | None = None
-        super().__init__(self._describe())
+        try:
+            super().__init__(self._describe())
+        except Exception:
+            # Combined with a class whose constructor takes other arguments
+            # than a message (json.JSONDecodeError, CalledProcessError): its
+            # args and attributes come from the worker (remote_classes).
+            BaseException.__init__(self, self._describe())
 
     def __str__(self) -> str:
         # From the fields, not from args: an error relayed from another
@@ -211,7 +222,8 @@ def _restore_remote(state: dict[str, Any]) -> RemoteError:
     interpreter resolves it (``except Original`` catches it here too)."""
     from interp_rpc._pool.remote_classes import remote_error
 
-    error = remote_error(**{name: state[name] for name in _REMOTE_FIELDS})
+    error = remote_error(contents=state.get("_remote_contents"),
+                         **{name: state[name] for name in _REMOTE_FIELDS})
     error.__dict__.update(state)
     return error
 

@@ -8,15 +8,21 @@ that class: ``except ZeroDivisionError`` catches a remote ZeroDivisionError,
 and ``except RemoteError`` still does too.
 
 The combined class derives from both RemoteError and the original class, and
-is made once per class. Whenever that cannot be done safely (the class is not
-an exception class, its layout or metaclass conflicts, or its constructor
-does not take a single message), a plain RemoteError is raised instead.
+is made once per class. Whenever that cannot be done (the class is not an
+exception class, its layout, metaclass or ``__new__`` conflicts), a plain
+RemoteError is raised instead. The combined error gets the original's
+``args`` and attributes, pickled one by one in the worker (so a KeyError's
+``args[0]`` is its key, an OSError's ``errno`` its errno, a
+``json.JSONDecodeError``'s ``pos`` its position), not from the original's
+constructor, which may take other arguments than a message.
 """
 
 from __future__ import annotations
 
 import builtins
+import contextlib
 import importlib
+import pickle
 import sys
 import threading
 from typing import Any
@@ -84,16 +90,54 @@ def _combine(original: type[BaseException]) -> type[RemoteError] | None:
         return None
 
 
-def remote_error(**fields: Any) -> RemoteError:
+def remote_error(*, contents: tuple[bytes | None, dict[str, bytes]] | None = None,
+                 **fields: Any) -> RemoteError:
     """A RemoteError for the worker's exception, combined with its class when
-    the caller can resolve it (see the module docstring)."""
+    the caller can resolve it (see the module docstring); the combined one
+    also gets the original's ``contents`` (wire.describe_exception)."""
     original = resolve_class(fields["remote_module"], fields.get("remote_qualname") or
                              fields["remote_type_name"])
     if original is not None:
         combined = combined_class(original)
         if combined is not None:
             try:
-                return combined(**fields)
-            except Exception:  # the original's __init__ or __new__ disagrees
+                error = combined(**fields)
+            except Exception:  # the original's __new__ disagrees
                 pass
+            else:
+                if contents is not None:
+                    _take_contents(error, contents)
+                return error
     return RemoteError(**fields)
+
+
+def _unpickled(pickled: bytes | None) -> tuple[bool, Any]:
+    """(True, the value), or (False, None) when it does not unpickle here."""
+    if pickled is None:
+        return False, None
+    try:
+        return True, pickle.loads(pickled)
+    except Exception:  # a class this interpreter cannot import, or worse
+        return False, None
+
+
+def _take_contents(error: RemoteError, contents: tuple[bytes | None, dict[str, bytes]]) -> None:
+    """Give a combined error the original's args and attributes, so that it
+    reads as the original would (``err.args[0]`` of a KeyError is the key,
+    ``err.errno`` of an OSError its errno). Each value that does not unpickle
+    here is left out alone; RemoteError's own attributes and methods are
+    never replaced. Kept, for a copy of the error made elsewhere (_restore_remote)."""
+    args_pickled, attributes = contents
+    error._remote_contents = contents
+    ok, args = _unpickled(args_pickled)
+    if ok and isinstance(args, tuple):
+        error.args = args
+    own = set(vars(error))
+    for name, pickled in attributes.items():
+        if name in own or hasattr(RemoteError, name):
+            continue
+        ok, value = _unpickled(pickled)
+        if ok:
+            # A field that is read-only, or of another type, here: left out.
+            with contextlib.suppress(AttributeError, TypeError):
+                setattr(error, name, value)

@@ -75,7 +75,7 @@ def remote_error(info: dict[str, Any], *, target: str, worker: int | None,
         remote_type_name=info["type_name"], remote_module=info["module"],
         remote_message=info["message"], remote_traceback=info["traceback"],
         remote_qualname=info.get("qualname"), target=target, worker=worker,
-        item_index=item_index)
+        item_index=item_index, contents=info.get("contents"))
     error.post_mortem = info.get("post_mortem")
     return error
 

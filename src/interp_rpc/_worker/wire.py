@@ -451,8 +451,54 @@ def _format_exception(exc: BaseException) -> list[str]:
     return traceback.format_exception(exc)
 
 
-def describe_exception(exc: BaseException, skip_frames: int = 0) -> dict[str, str]:
-    """An exception as plain strings: type, module, message and full traceback.
+#: An exception's attributes that are its machinery, not its content.
+_EXCEPTION_MACHINERY = frozenset({"args", "__traceback__", "__cause__", "__context__",
+                                  "__suppress_context__", "__notes__", "__dict__",
+                                  "__weakref__"})
+#: Fields of built-in exception classes that are not copied: AttributeError's
+#: ``obj`` is the object that lacked the attribute, any object however large
+#: (pickling the exception leaves it out too).
+_FIELDS_NOT_COPIED = frozenset({(AttributeError, "obj")})
+
+
+def _pickled_or_none(value: object) -> bytes | None:
+    try:
+        return pickle.dumps(value, protocol=5)
+    except Exception:  # any value may refuse, in any way
+        return None
+
+
+def _exception_contents(exc: BaseException) -> tuple[bytes | None, dict[str, bytes]]:
+    """The exception's ``args`` and attributes, each pickled on its own (None
+    or left out where it does not pickle): the caller gives them to its
+    instance of the same class, so that ``err.args[0]`` of a KeyError is the
+    key and ``err.errno``, ``err.pos`` or ``err.returncode`` are the
+    original's. Apart, so that one value the caller cannot unpickle (its class
+    is not importable there) loses only itself. Attributes are those of the
+    instance's dict and the fields of built-in exception classes (OSError's
+    errno and filename, UnicodeError's start and end, ...)."""
+    names = [name for name in getattr(exc, "__dict__", {}) if name not in _EXCEPTION_MACHINERY]
+    for cls in type(exc).__mro__:
+        if cls.__module__ == "builtins":
+            names += [name for name, slot in vars(cls).items()
+                      if name not in _EXCEPTION_MACHINERY and name not in names
+                      and (cls, name) not in _FIELDS_NOT_COPIED
+                      and type(slot).__name__ in ("member_descriptor", "getset_descriptor")]
+    attributes = {}
+    for name in names:
+        try:
+            value = getattr(exc, name)
+        except Exception:  # a field that was never set (OSError.characters_written)
+            continue
+        pickled = _pickled_or_none(value)
+        if pickled is not None:
+            attributes[name] = pickled
+    return _pickled_or_none(exc.args), attributes
+
+
+def describe_exception(exc: BaseException, skip_frames: int = 0) -> dict[str, Any]:
+    """An exception as plain strings (type, module, message and full
+    traceback), with its pickled contents (see _exception_contents).
 
     The traceback text includes chained causes and ``__notes__``, exactly as
     the interpreter would print it. ``skip_frames`` drops that many outermost
@@ -471,6 +517,7 @@ def describe_exception(exc: BaseException, skip_frames: int = 0) -> dict[str, st
         "module": cls.__module__,
         "message": str(exc),
         "traceback": "".join(_format_exception(exc)),
+        "contents": _exception_contents(exc),
     }
 
 

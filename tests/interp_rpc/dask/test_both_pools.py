@@ -4,6 +4,7 @@ each test runs once on each kind of pool and expects the same behaviour."""
 from __future__ import annotations
 
 import itertools
+import json
 import re
 import threading
 import zlib
@@ -48,6 +49,15 @@ def test_except_the_original_class_catches_a_remote_call_error(any_pool: Any) ->
     assert isinstance(caught.value, RemoteError)
     assert type(caught.value).__qualname__ == "RemoteError[ZeroDivisionError]"
     assert caught.value.target == "operator.truediv"
+
+
+def test_an_error_class_with_fields_is_caught_with_them(any_pool: Any) -> None:
+    # json.JSONDecodeError(msg, doc, pos) cannot be rebuilt from a message:
+    # its fields come from the worker, through the dask worker's pool too.
+    with pytest.raises(json.JSONDecodeError) as caught:
+        any_pool.call("json.loads", "[1, 2")
+    assert isinstance(caught.value, RemoteError)
+    assert (caught.value.pos, caught.value.doc) == (5, "[1, 2")
 
 
 def test_except_the_original_class_catches_a_failing_map_item(any_pool: Any) -> None:

@@ -5,12 +5,19 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import errno
+import json
+import pickle
+import subprocess
 from concurrent.futures import Future
 
 import errortasks
 import pytest
 
 from interp_rpc import InterpreterPool, InterpRpcError, RemoteError
+
+#: A field whose value is any non-empty text (the platform's wording).
+ANY_TEXT = object()
 
 
 def test_except_catches_a_remote_builtin_exception(module_pool: InterpreterPool) -> None:
@@ -57,14 +64,83 @@ def test_futures_and_asyncio_raise_the_combined_class(module_pool: InterpreterPo
         asyncio.run(main())
 
 
-def test_falls_back_to_remote_error_when_the_constructor_differs(
+def test_a_class_whose_constructor_takes_other_arguments_combines_with_its_fields(
         module_pool: InterpreterPool) -> None:
-    with pytest.raises(RemoteError) as info:
+    # FieldError(field, message) cannot be rebuilt from a message alone: its
+    # args and attributes come from the worker instead of its constructor.
+    with pytest.raises(errortasks.FieldError) as info:
         module_pool.call("errortasks.raise_field", "email", "bad email")
     err = info.value
-    assert type(err) is RemoteError
-    assert not isinstance(err, errortasks.FieldError)
+    assert isinstance(err, RemoteError) and isinstance(err, ValueError)
     assert (err.remote_type_name, err.remote_message) == ("FieldError", "bad email")
+    assert err.field == "email"
+    assert err.args == ("bad email",)
+    assert str(err).startswith("errortasks.FieldError: bad email")
+
+
+@pytest.mark.parametrize(("target", "args", "caught_by", "fields"), [
+    ("errortasks.raise_json_error", ("{bad",), json.JSONDecodeError,
+     {"pos": 1, "lineno": 1, "colno": 2, "doc": "{bad"}),
+    ("errortasks.raise_json_error", ("{bad",), ValueError, {"msg": ANY_TEXT}),
+    ("errortasks.raise_called_process_error", (), subprocess.CalledProcessError,
+     {"returncode": 1, "cmd": ["false"], "args": (1, ["false"])}),
+    ("errortasks.raise_decode_error", (), UnicodeDecodeError,
+     {"encoding": "utf-8", "object": b"ok \xff", "start": 3, "end": 4,
+      "reason": "invalid start byte"}),
+    ("errortasks.raise_missing_file", ("/nonexistent/x",), FileNotFoundError,
+     {"errno": errno.ENOENT, "filename": "/nonexistent/x", "strerror": ANY_TEXT}),
+    ("errortasks.raise_missing_key", ("user_id",), KeyError, {"args": ("user_id",)}),
+], ids=["json", "json-as-ValueError", "subprocess", "decode", "missing-file", "key"])
+def test_standard_errors_with_fields_are_caught_by_their_class_and_keep_them(
+        module_pool: InterpreterPool, target: str, args: tuple[object, ...],
+        caught_by: type[BaseException], fields: dict[str, object]) -> None:
+    """What a user's ``except json.JSONDecodeError as e: e.pos`` needs."""
+    with pytest.raises(caught_by) as info:
+        module_pool.call(target, *args)
+    assert isinstance(info.value, RemoteError)
+    for name, value in fields.items():
+        if value is ANY_TEXT:
+            assert isinstance(getattr(info.value, name), str) and getattr(info.value, name)
+        else:
+            assert getattr(info.value, name) == value, name
+
+
+def test_the_object_an_attribute_was_missing_from_does_not_cross(
+        module_pool: InterpreterPool) -> None:
+    # AttributeError.obj is the whole object, however large; pickle leaves
+    # it out too. The name of the attribute crosses.
+    with pytest.raises(AttributeError) as info:
+        module_pool.call("builtins.getattr", list(range(100_000)), "nope")
+    assert info.value.name == "nope"
+    assert info.value.obj is None
+
+
+def test_a_field_the_caller_cannot_unpickle_is_left_out_alone(module_pool: InterpreterPool
+                                                              ) -> None:
+    with pytest.raises(errortasks.FieldError) as info:
+        module_pool.call("errortasks.raise_with_fields", code=7, unshipped=True)
+    assert (info.value.field, info.value.code) == ("email", 7)  # type: ignore[attr-defined]
+    assert not hasattr(info.value, "unshipped")
+
+
+def test_fields_named_like_remote_errors_own_do_not_replace_them(module_pool: InterpreterPool
+                                                                ) -> None:
+    with pytest.raises(errortasks.FieldError) as info:
+        module_pool.call("errortasks.raise_with_fields", target="db", worker="w1", debug=1)
+    err = info.value
+    assert err.target == "errortasks.raise_with_fields"
+    assert isinstance(err.worker, int)
+    assert callable(err.debug)
+
+
+def test_a_copy_of_a_combined_error_keeps_its_fields(module_pool: InterpreterPool) -> None:
+    # As a dask pool relays it, and as a user keeps it with pickle.
+    with pytest.raises(FileNotFoundError) as info:
+        module_pool.call("errortasks.raise_missing_file", "/nonexistent/y")
+    copy = pickle.loads(pickle.dumps(info.value))
+    assert isinstance(copy, FileNotFoundError) and isinstance(copy, RemoteError)
+    assert (copy.errno, copy.filename, copy.args) == (
+        errno.ENOENT, "/nonexistent/y", info.value.args)
 
 
 def test_falls_back_when_the_class_cannot_be_found_here(module_pool: InterpreterPool) -> None:

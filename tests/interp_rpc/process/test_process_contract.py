@@ -34,6 +34,13 @@ def test_a_remote_error_is_caught_by_its_class_with_its_traceback(
     assert "ZeroDivisionError" in caught.value.remote_traceback
 
 
+def test_an_error_class_with_fields_is_caught_with_them(process_pool: ProcessPool) -> None:
+    with pytest.raises(UnicodeDecodeError) as caught:
+        process_pool.call("codecs.decode", b"ok \xff", "utf-8")
+    assert isinstance(caught.value, RemoteError)
+    assert (caught.value.start, caught.value.reason) == (3, "invalid start byte")
+
+
 def test_an_unpicklable_argument_names_its_path_before_dispatch(
         process_pool: ProcessPool) -> None:
     with pytest.raises(ShareabilityError) as caught:
