@@ -1,8 +1,12 @@
 """Turning what the caller names as a target into something a worker can resolve.
 
-A target crosses by reference only: a dotted path that the worker imports.
-Callables are checked here, before anything is dispatched, for the things
-that can never be resolved by reference in another interpreter.
+A target crosses by reference where it has one: a dotted path that the
+worker imports. A function defined interactively crosses as its code; a
+bound method, or a callable object with no name to import it by
+(``functools.partial``, ``operator.itemgetter(1)``, an instance with
+``__call__``), as its pickle, as multiprocessing sends them. Callables are
+checked here, before anything is dispatched, for the things that can never
+be resolved in another interpreter.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from interp_rpc.errors import TargetResolutionError
 # What a request carries: ("path", "pkg.module.Class.method"); for a
 # function defined interactively, ("code", marshalled code, name, pickled
 # defaults, source of its cell): see _by_value(); for a bound method,
-# ("pickled", its pickle, display name): see _bound_method().
+# ("pickled", its pickle, display name): see _bound_method() and _by_pickle().
 TargetSpec = tuple[str | bytes, ...]
 
 _DEFINE_IN_WORKERS = (
@@ -56,9 +60,21 @@ def describe(target: object) -> str:
         return target
     if isinstance(target, Normalized):
         return target.name
-    module = getattr(target, "__module__", None) or "?"
-    qualname = getattr(target, "__qualname__", None) or repr(target)
-    return f"{module}.{qualname}"
+    qualname = getattr(target, "__qualname__", None)
+    if not isinstance(qualname, str):
+        return repr(target)  # operator.itemgetter(1), functools.partial(...)
+    return f"{_module_of(target) or '?'}.{qualname}"
+
+
+def _module_of(target: object) -> str | None:
+    """The module a callable is found in: its own, or for a method of a
+    built-in type, which has none, its type's (str.upper's, dict.fromkeys')."""
+    module = getattr(target, "__module__", None)
+    if module is None:
+        owner = getattr(target, "__objclass__", None) or getattr(target, "__self__", None)
+        if isinstance(owner, type):
+            module = owner.__module__
+    return module if isinstance(module, str) else None
 
 
 def unwrap_partial(
@@ -124,6 +140,8 @@ def normalize(target: object) -> tuple[TargetSpec, str]:
             spec = _bound_method(target)
             if spec is not None:
                 return spec, describe(target)
+        elif not isinstance(getattr(target, "__qualname__", None), str):
+            return _by_pickle(target), describe(target)
     name = describe(target)
     if getattr(target, "__module__", None) == "__main__" and main_module_spec() is None:
         return _by_value(target), name
@@ -149,6 +167,19 @@ def _bound_method(method: Callable[..., Any]) -> TargetSpec | None:
             "function that takes the data it needs as arguments",
             target=name, failed_part=qualname) from None
     return ("pickled", data, describe(method))
+
+
+def _by_pickle(target: Callable[..., Any]) -> TargetSpec:
+    """A callable object with no name to import it by crosses by value, as
+    multiprocessing sends it: the worker loads it for each call."""
+    name = describe(target)
+    try:
+        data = pickle.dumps(target, protocol=5)
+    except Exception as exc:
+        raise TargetResolutionError(
+            f"target {name} has no name a worker could import it by, and it cannot be sent "
+            f"by value either ({exc}); {_DEFINE_AT_MODULE_LEVEL}", target=name) from None
+    return ("pickled", data, name)
 
 
 def _by_value(fn: Callable[..., Any]) -> TargetSpec:
@@ -200,8 +231,8 @@ def _reference_of(fn: Callable[..., Any], name: str) -> str:
             failed_part=name,
         )
     qualname = getattr(fn, "__qualname__", None)
-    module = getattr(fn, "__module__", None)
-    if not isinstance(qualname, str) or not isinstance(module, str):
+    module = _module_of(fn)
+    if not isinstance(qualname, str) or module is None:
         raise TargetResolutionError(
             f"target {fn!r} has no module and qualified name, so a worker cannot import it; "
             f"{_DEFINE_AT_MODULE_LEVEL}",

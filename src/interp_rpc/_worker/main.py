@@ -189,7 +189,8 @@ def _resolve_path(path: str) -> Callable[..., Any]:
     """'pkg.module.Class.method': import the longest importable module prefix,
     then walk attributes. A bare name is looked up as the notebook's code
     would look it up, in __main__ then builtins (a function named glob is not
-    the module glob), and only then imported."""
+    the module glob), and only then imported; so is the first name of a
+    dotted path that no module starts."""
     parts = path.split(".")
     if not all(parts):
         raise TargetError(f"target {path!r} is not a dotted path", path)
@@ -213,17 +214,22 @@ def _resolve_path(path: str) -> Callable[..., Any]:
             if exc.name is None or not (name == exc.name or name.startswith(exc.name + ".")):
                 raise
             split -= 1
+    value: Any = module
     if module is None:
         if len(parts) == 1 or parts[0] == "__main__":
-            module = sys.modules["__main__"]
+            value = sys.modules["__main__"]
             split = 1 if parts[0] == "__main__" else 0
+        elif parts[0] in main or hasattr(builtins, parts[0]):
+            # Not a module: a name, looked up as a bare one is ('str.upper',
+            # 'MyClass.build' after %%parallel defined MyClass).
+            value = main[parts[0]] if parts[0] in main else getattr(builtins, parts[0])
+            split = 1
         else:
             raise TargetError(
                 f"cannot resolve target {path!r}: no module named {parts[0]!r} "
                 "can be imported in the worker",
                 parts[0],
             )
-    value: Any = module
     for index in range(split, len(parts)):
         try:
             value = getattr(value, parts[index])

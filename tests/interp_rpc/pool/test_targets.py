@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import operator
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -206,3 +208,52 @@ def test_a_bound_method_crosses_by_value(module_pool: InterpreterPool) -> None:
     # A worker's changes to its copy do not come back, and are not kept there.
     assert [module_pool.call(service.bump) for _ in range(3)] == [101, 101, 101]
     assert service.offset == 100
+
+
+class Scale:
+    """A callable object of a module-level class."""
+
+    def __init__(self, factor: int) -> None:
+        self.factor = factor
+
+    def __call__(self, x: int) -> int:
+        return self.factor * x
+
+
+@pytest.mark.parametrize(("target", "items", "expected"), [
+    (str.upper, ["ab", "c"], ["AB", "C"]),
+    ("str.upper", ["ab", "c"], ["AB", "C"]),
+    (dict.fromkeys, ["ab"], [{"a": None, "b": None}]),
+    (operator.itemgetter(1), [(1, 2), (3, 4)], [2, 4]),
+    (operator.methodcaller("split", "-"), ["a-b"], [["a", "b"]]),
+    (functools.partial(pow, 2), [3, 10], [8, 1024]),
+    (functools.partial(pooltasks.add, 100), [1, 2], [101, 102]),
+    (Scale(3), [1, 2], [3, 6]),
+], ids=["method-of-a-builtin-type", "its-dotted-path", "classmethod-of-a-builtin-type",
+        "itemgetter", "methodcaller", "partial-of-a-builtin", "partial-of-a-function",
+        "callable-object"])
+def test_callables_users_pass_to_map_work_as_with_multiprocessing(
+        module_pool: InterpreterPool, target: Any, items: list[Any], expected: list[Any]
+) -> None:
+    """What multiprocessing.Pool.map takes (anything that pickles): a
+    method of a built-in type by reference, callable objects by value."""
+    assert list(module_pool.map(target, items)) == expected
+    assert module_pool.call(target, items[0]) == expected[0]
+    assert module_pool.submit(target, items[-1]).result(timeout=60) == expected[-1]
+
+
+def test_a_callable_object_that_cannot_be_sent_says_why(module_pool: InterpreterPool) -> None:
+    with pytest.raises(TargetResolutionError) as info:
+        list(module_pool.map(functools.partial(LAMBDA, 1), [1]))
+    assert "has no name a worker could import it by, and it cannot be sent by value" in str(
+        info.value)
+    assert "define it at module level" in str(info.value)
+
+
+def test_a_callable_objects_name_is_its_repr(module_pool: InterpreterPool) -> None:
+    target = functools.partial(LAMBDA, 1)
+    with pytest.raises(TargetResolutionError) as info:
+        list(module_pool.map(target, [1]))
+    assert info.value.target == repr(target)
+    assert module_pool.call(str.upper, "x") == "X"
+    assert module_pool.call_records()[-1].target == "builtins.str.upper"

@@ -3,6 +3,7 @@ errors, map options, run_everywhere, status, records and profiles."""
 
 from __future__ import annotations
 
+import functools
 import operator
 import os
 import signal
@@ -39,6 +40,13 @@ def test_an_error_class_with_fields_is_caught_with_them(process_pool: ProcessPoo
         process_pool.call("codecs.decode", b"ok \xff", "utf-8")
     assert isinstance(caught.value, RemoteError)
     assert (caught.value.start, caught.value.reason) == (3, "invalid start byte")
+
+
+def test_callables_multiprocessing_takes_are_targets_too(process_pool: ProcessPool) -> None:
+    assert list(process_pool.map(str.upper, ["a", "b"])) == ["A", "B"]
+    assert list(process_pool.map(operator.itemgetter(0), ["xy", "z"])) == ["x", "z"]
+    assert list(process_pool.map(functools.partial(pow, 2), [3])) == [8]
+    assert process_pool.call("str.upper", "q") == "Q"
 
 
 def test_an_unpicklable_argument_names_its_path_before_dispatch(
