@@ -77,7 +77,8 @@ class EnginePool[Call: EngineCall](Executor, metaclass=abc.ABCMeta):
         self._profiling = ProfileRecorder()
         # What every worker is told as it starts: where to import from, the
         # caller's __main__ (so that its functions resolve there), and init.
-        setup = {"sys_path": list(sys.path), "main": targets.main_module_spec(), "init": init}
+        setup = {"sys_path": list(sys.path), "argv": list(sys.argv),
+                 "main": targets.main_module_spec(), "init": init}
         self._engine = self._start_engine(workers, wire.dumps(setup))
         try:
             reports = self._engine.wait_ready(init_timeout)

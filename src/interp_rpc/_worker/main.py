@@ -173,6 +173,10 @@ def setup(config_view: memoryview) -> tuple[int, bytes]:
     try:
         config = wire.loads(config_view)
         sys.path[:] = config["sys_path"]
+        # The caller's, as multiprocessing's spawn gives its workers: a
+        # script imported here may read it at module level (a worker process
+        # has its own; a subinterpreter has the caller's already).
+        sys.argv[:] = config.get("argv", sys.argv)
         if config.get("main"):
             lazy = _load_sibling("lazy_script.py", "_interp_rpc_worker_lazy_script")
             lazy.LazyScript(config["main"], ScriptImportError)

@@ -51,3 +51,30 @@ def test_from_a_module_run_with_minus_m(tmp_path: Path, guard: str) -> None:
     done = run_python(["-m", "pooled_module"], tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == EXPECTED
+
+
+def test_a_script_that_reads_its_arguments_at_module_level(tmp_path: Path) -> None:
+    # The worker imports the script to find Box (as multiprocessing's spawn
+    # does), which runs its module level again there: it must see the
+    # script's arguments, not the worker program's.
+    script = tmp_path / "with_arguments.py"
+    script.write_text(dedent("""
+        import sys
+        from interp_rpc import ProcessPool
+
+        SCALE = int(sys.argv[1])
+
+        class Box:
+            def __init__(self, value):
+                self.value = value
+
+        def unbox(box):
+            return box.value * SCALE
+
+        if __name__ == "__main__":
+            with ProcessPool(workers=1) as pool:
+                print(pool.call(unbox, Box(7)), pool.call("sys.argv.copy")[1:])
+    """))
+    done = run_python([str(script), "3", "--flag"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "21 ['3', '--flag']"
