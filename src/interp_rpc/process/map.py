@@ -1,9 +1,11 @@
-"""A map on a ProcessPool that stops at its timeout (``kill_on_timeout=True``).
+"""A map on a ProcessPool: the local pool's MapRun, but for what its timeout
+says and does.
 
-Everything is the local pool's MapRun; only what a timeout does differs:
-the chunks not started are withdrawn (as always) and the workers running
-the others are killed and replaced, so no worker stays busy with a map its
-caller gave up on.
+Its CallTimeoutError says whether the calls were stopped, as a call's does
+(ProcessPool._timed_out). With ``kill_on_timeout=True`` they are: the chunks
+not started are withdrawn (as always) and the workers running the others
+are killed and replaced, so no worker stays busy with a map its caller gave
+up on.
 """
 
 from __future__ import annotations
@@ -22,18 +24,25 @@ if TYPE_CHECKING:
 STOPPED_MAP = "its map ran past its timeout, so it was stopped"
 
 
-class StoppingMapRun(MapRun):
-    """A map whose timeout stops its running chunks."""
+class ProcessMapRun(MapRun):
+    """A map whose timeout error says whether its calls were stopped."""
 
     process_pool: ProcessPool
 
     def _timeout_error(self, handle: EngineCall) -> CallTimeoutError:
-        waited = cast("ProcessCallHandle", handle)
+        assert self._spec.timeout is not None
+        return self.process_pool._timed_out(cast("ProcessCallHandle", handle),
+                                            self._spec.timeout, completed=self._done,
+                                            total=self.total)
+
+
+class StoppingMapRun(ProcessMapRun):
+    """A map whose timeout stops its running chunks."""
+
+    def _timeout_error(self, handle: EngineCall) -> CallTimeoutError:
         engine = self.process_pool._engine
         for _, _, queued in self._pending:
             pending = cast("ProcessCallHandle", queued)
-            if pending is not waited and not engine.cancel(pending):
+            if pending is not handle and not engine.cancel(pending):
                 engine.stop_call(pending, STOPPED_MAP)
-        assert self._spec.timeout is not None
-        return self.process_pool._timed_out(waited, self._spec.timeout, completed=self._done,
-                                            total=self.total)
+        return super()._timeout_error(handle)

@@ -26,7 +26,7 @@ from interp_rpc.errors import CallTimeoutError
 from interp_rpc.process.engine import ProcessEngine
 from interp_rpc.process.futures import ProcessCallFuture
 from interp_rpc.process.handle import ProcessCallHandle
-from interp_rpc.process.map import StoppingMapRun
+from interp_rpc.process.map import ProcessMapRun, StoppingMapRun
 
 __all__ = ["ProcessPool"]
 
@@ -127,14 +127,14 @@ class ProcessPool(EnginePool[ProcessCallHandle]):
     def map_run(self, fn: Callable[..., Any] | str, iterables: tuple[Iterable[Any], ...], *,
                 timeout: float | None, chunksize: int | None, buffersize: int | None,
                 errors: str, output: int | None = None) -> MapRun:
-        """The local pool's MapRun, or one that stops its running chunks at
-        its timeout when this pool stops calls."""
+        """The local pool's MapRun, whose timeout error says whether the calls
+        were stopped; one that stops its running chunks at its timeout when
+        this pool stops calls."""
         stopping = self._kill_on_timeout and timeout is not None
-        run = (StoppingMapRun if stopping else MapRun)(
+        run = (StoppingMapRun if stopping else ProcessMapRun)(
             self, fn, iterables, timeout=timeout, chunksize=chunksize,
             buffersize=buffersize, errors=errors, output=output)
-        if isinstance(run, StoppingMapRun):
-            run.process_pool = self
+        run.process_pool = self
         return run
 
     # -------------------------------------------------------------- lifecycle

@@ -48,3 +48,13 @@ def test_a_map_past_its_timeout_stops_its_running_chunks(
 def test_kill_on_timeout_must_be_a_bool() -> None:
     with pytest.raises(TypeError, match="kill_on_timeout"):
         ProcessPool(workers=1, kill_on_timeout="yes")  # type: ignore[arg-type]
+
+
+def test_without_it_a_map_past_its_timeout_says_so_too(
+        make_process_pool: Callable[..., ProcessPool]) -> None:
+    # Not "subinterpreters cannot be interrupted": a ProcessPool could stop it.
+    pool = make_process_pool(workers=1)
+    with pytest.raises(CallTimeoutError, match="kill_on_timeout=True") as caught:
+        list(pool.map("processtasks.sleep_then", [0.5, 0.5], timeout=0.05, chunksize=1))
+    assert caught.value.stopped is False
+    assert "subinterpreters" not in str(caught.value)
