@@ -56,6 +56,14 @@ def refusal_fix(module: str) -> str:
 class InterpRpcError(Exception):
     """Base class of every error interp-rpc raises."""
 
+    def _render_traceback_(self) -> list[str]:
+        """How IPython shows it raised: the caller's frames (the cell's line
+        that made the call), then the message; not interp-rpc's frames, which
+        say nothing the message does not."""
+        from interp_rpc.display.errors import error_lines
+
+        return error_lines(self)
+
     def __reduce__(self) -> tuple[Any, ...]:
         # BaseException's own pickling calls the class with ``args`` alone,
         # which these constructors, taking their fields by keyword, refuse.
@@ -330,11 +338,6 @@ class CallTimeoutError(InterpRpcError, TimeoutError):
             message += (". The call was not stopped: a ProcessPool made with "
                         "kill_on_timeout=True stops such calls.")
         super().__init__(message)
-
-    def _render_traceback_(self) -> list[str]:
-        from interp_rpc.display.errors import timeout_lines
-
-        return timeout_lines(self)
 
 
 class WorkerDiedError(InterpRpcError):

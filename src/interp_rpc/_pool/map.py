@@ -286,6 +286,12 @@ class MapRun:
         return results
 
     @property
+    def delivered(self) -> int:
+        """Items whose results were taken, in order: what a map that ended
+        in an error had done."""
+        return self._done
+
+    @property
     def finished_items(self) -> int:
         """Items whose chunks had finished when the map stopped (or so far)."""
         if self._finished_at_stop is not None:

@@ -21,7 +21,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from interp_rpc.errors import CallTimeoutError, RemoteError, ShareabilityError
+    from interp_rpc.errors import InterpRpcError, RemoteError, ShareabilityError
     from interp_rpc.notebook.errors import ParallelCellError
 
 # Error text is bold where it needs emphasis, never coloured: JupyterLab shows
@@ -187,9 +187,10 @@ def remote_error_html(err: RemoteError) -> str:
 
 # ------------------------------------------------------------ timeouts
 
-def timeout_lines(err: CallTimeoutError) -> list[str]:
-    body = f"{_BOLD}CallTimeoutError{_RESET}: {err}"
-    return _after_local_frames(err, [body])
+def error_lines(err: InterpRpcError) -> list[str]:
+    """What a notebook shows for an interp-rpc error that has no display of
+    its own (a timeout, a target that does not resolve, a dead worker)."""
+    return _after_local_frames(err, [f"{_BOLD}{type(err).__name__}{_RESET}: {err}"])
 
 
 # ------------------------------------------------------- shareability

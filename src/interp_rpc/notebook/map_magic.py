@@ -70,6 +70,8 @@ def parallel_map(self: ParallelMagics, line: str) -> list[Any] | None:
     if args.out is not None and (not args.out.isidentifier() or keyword.iskeyword(args.out)):
         raise UsageError(f"-o NAME must be a Python identifier, not {args.out!r}")
     name, source = options.first_word(rest)
+    if len(name) > 1 and name[0] == name[-1] and name[0] in "'\"":
+        name = name[1:-1]  # 'mymodule.process', as the pool's own calls take it
     if not name:
         raise UsageError("TARGET and ITEMS are missing: %parallel_map TARGET ITEMS")
     if not all(part.isidentifier() for part in name.split(".")):
@@ -113,7 +115,7 @@ def _map_locally(pool: InterpreterPool, target: Callable[..., Any] | str, items:
     printed = worker_output.WorkerOutput(pool)
     printed.start()
     run: MapRun | None = None
-    succeeded: int | None = None  # when an item failed
+    succeeded: int | None = None  # when the map did not finish
     try:
         run = MapRun(pool, target, (items,), timeout=args.timeout,
                      chunksize=args.chunksize, buffersize=None,
@@ -128,6 +130,9 @@ def _map_locally(pool: InterpreterPool, target: Callable[..., Any] | str, items:
         raise
     except KeyboardInterrupt:
         _report_interrupted(pool, run, len(items))
+        raise
+    except Exception:  # a target that did not resolve, a timeout, a dead worker
+        succeeded = 0 if run is None else run.delivered
         raise
     finally:
         printed.stop()

@@ -17,7 +17,13 @@ from IPython.core.interactiveshell import InteractiveShell
 from shell_support import Run, cell_runner, check_errors_collect, shell_with_extension
 from support import wait_until
 
-from interp_rpc import MISSING, PoolInitError, RemoteError, ShareabilityError
+from interp_rpc import (
+    MISSING,
+    PoolInitError,
+    RemoteError,
+    ShareabilityError,
+    TargetResolutionError,
+)
 from interp_rpc.notebook import ParallelCellError, current_pool
 
 
@@ -206,6 +212,25 @@ def test_a_remote_error_shows_once_with_the_cell_line_that_made_the_call(
     assert sys.last_exc is ran.error  # what %debug and %pdb read
     tb = run("%tb")
     assert "RemoteError in worker" in tb.shown and "ValueError: bad 7" in tb.shown
+
+
+def test_a_target_no_worker_can_import_shows_one_line_and_no_items_done(run: Run) -> None:
+    # A typo in a module name: the message says it all; interp-rpc's frames
+    # and a summary claiming the items were done said otherwise.
+    ran = run("first_line = 1\n%parallel_map no_such_module_here.process [1, 2]")
+    assert isinstance(ran.error, TargetResolutionError), ran.shown
+    assert ("TargetResolutionError: cannot resolve target 'no_such_module_here.process': "
+            "no module named 'no_such_module_here'") in ran.shown
+    assert re.search(r"Cell In\[\d+\], line 2", ran.shown), ran.shown
+    assert "map_magic.py" not in ran.shown and "map.py" not in ran.shown, ran.shown
+    assert "0 of 2 items" in ran.shown, ran.shown
+
+
+@pytest.mark.parametrize("quote", ["'", '"'])
+def test_a_quoted_target_is_the_dotted_path_inside(run: Run, quote: str) -> None:
+    ran = run(f"%parallel_map {quote}math.sqrt{quote} [4, 9]")
+    assert ran.error is None, ran.shown
+    assert ran.result.result == [2.0, 3.0]
 
 
 def test_the_extension_leaves_other_exception_handlers_alone(shell: InteractiveShell) -> None:
