@@ -66,6 +66,15 @@ def resolve_class(module: str, qualname: str) -> type[BaseException] | None:
     return value
 
 
+def never_combined(module: str, qualname: str) -> bool:
+    """Whether the class is one that is never combined (SystemExit,
+    KeyboardInterrupt...), though the caller has it."""
+    if module != "builtins":
+        return False
+    value = getattr(builtins, qualname, None)
+    return isinstance(value, type) and issubclass(value, _NEVER)
+
+
 def combined_class(original: type[BaseException]) -> type[RemoteError] | None:
     """A subclass of RemoteError and ``original``, or None if they do not
     combine; made once per class."""

@@ -126,11 +126,15 @@ def remote_traceback(err: RemoteError) -> str:
 def catching_note(err: RemoteError) -> str:
     """What ``except`` catches this error, as is true for it: combined with
     its original class when the caller resolves it, else RemoteError only."""
+    from interp_rpc._pool.remote_classes import never_combined
     from interp_rpc.errors import RemoteError
 
     if type(err) is not RemoteError:  # RemoteError[Original]
         return (f"Raised in the worker; here it is {type(err).__qualname__}, so both "
                 f"'except {err.remote_qualname}' and 'except RemoteError' catch it.")
+    if never_combined(err.remote_module, err.remote_qualname):
+        return (f"Raised in the worker; a remote {err.remote_type} does not exit or stop "
+                "anything here, so only 'except RemoteError' catches it.")
     return (f"Raised in the worker; {err.remote_type} cannot be imported here, so only "
             "'except RemoteError' catches it (err.remote_type names the original).")
 

@@ -25,10 +25,10 @@ _RUN_CELL = "_interp_rpc_worker.run_cell"  # defined by _worker/main.py in every
 @no_var_expand
 @options.plain_help
 @magic_arguments()
-@kwds(usage="%%%(prog)s [--timeout S] [--targets I,J]\n       "
-            "%%%(prog)s [--timeout S] [--targets I,J] STATEMENT")
+@kwds(usage="%%%(prog)s [--timeout S] [--targets I,J-K]\n       "
+            "%%%(prog)s [--timeout S] [--targets I,J-K] STATEMENT")
 @argument("--timeout", type=float, help="seconds to wait for every worker")
-@argument("--targets", help="only these workers, e.g. 0,2 (default: all)")
+@argument("--targets", help="only these workers, e.g. 0,2 or 0-3 (default: all)")
 def parallel(self: ParallelMagics, line: str, cell: str | None = None) -> None:
     """Run this cell (or one statement) in every worker's __main__.
 
@@ -108,11 +108,22 @@ def parallel(self: ParallelMagics, line: str, cell: str | None = None) -> None:
 
 
 def _worker_list(text: str) -> list[int]:
-    """--targets "0,2": worker indices (validated against the pool later)."""
+    """--targets "0,2" or "0-3,5", as errors name workers: worker indices
+    (validated against the pool later)."""
+    indices: list[int] = []
     try:
-        indices = [int(part) for part in text.split(",") if part.strip()]
+        for part in filter(None, (part.strip() for part in text.split(","))):
+            first, dash, last = part.partition("-")
+            if not dash:
+                indices.append(int(part))
+            elif int(first) <= int(last):
+                indices += range(int(first), int(last) + 1)
+            else:
+                raise UsageError(f"--targets range {part!r} runs backwards: write "
+                                 f"{last}-{first}")
     except ValueError:
-        raise UsageError(f"--targets must be worker numbers such as 0,2, not {text!r}") from None
+        raise UsageError(f"--targets must be worker numbers such as 0,2 or 0-3, "
+                         f"not {text!r}") from None
     if not indices:
         raise UsageError("--targets names no worker")
     return sorted(set(indices))

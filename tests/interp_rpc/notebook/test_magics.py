@@ -110,6 +110,8 @@ BAD_LINES = [
     ("%parallel_map --timeout 'x ident [1]", "cannot read the options"),
     ("%parallel --targets 0,9 x = 1", "--targets names worker 9"),
     ("%parallel --targets a x = 1", "--targets must be worker numbers"),
+    ("%parallel --targets 1-0 x = 1", "--targets range '1-0' runs backwards: write 0-1"),
+    ("%parallel --targets 0-5 x = 1", "--targets names worker 2"),
     ("%parallel", "%parallel needs a statement"),
     ("%parallel_status --watch -1", "--watch must be 0 or more seconds"),
     ("%parallel_profile now", "%parallel_profile takes only options, not 'now'"),
@@ -300,6 +302,14 @@ def test_identical_output_of_many_workers_is_shown_once(run: Run) -> None:
 def test_targets_picks_workers(run: Run) -> None:
     ran = run("%%parallel --targets 1\nprint('only here')\n")
     assert ran.out == "[worker 1]\nonly here\n"
+
+
+@pytest.mark.parametrize("targets", ["0-1", "0,1", "\"1, 0\"", "0-0,1"])
+def test_targets_takes_ranges_as_errors_name_workers(run: Run, targets: str) -> None:
+    # "RemoteError in workers 0-1": the same words select them.
+    ran = run(f"%%parallel --targets {targets}\nprint('here')\n")
+    assert ran.error is None, ran.shown
+    assert ran.out == "[workers 0-1]\nhere\n"
 
 
 def test_a_one_line_parallel_runs_one_statement_everywhere(

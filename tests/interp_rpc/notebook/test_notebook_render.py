@@ -72,6 +72,17 @@ def test_the_header_says_only_remote_error_catches_an_unresolvable_class() -> No
             "'except RemoteError' catches it") in text, text
 
 
+def test_the_header_does_not_say_a_remote_system_exit_cannot_be_imported(
+        pool: InterpreterPool) -> None:
+    # SystemExit is never combined (it would end the caller), not unknown here.
+    with pytest.raises(RemoteError) as caught:
+        pool.call("sys.exit", 3)
+    text = ANSI.sub("", "\n".join(caught.value._render_traceback_()))
+    assert "cannot be imported here" not in text, text
+    assert ("a remote SystemExit does not exit or stop anything here, so only "
+            "'except RemoteError' catches it") in text, text
+
+
 def test_shareability_tree_marks_the_path_to_the_culprit() -> None:
     with InterpreterPool(workers=1) as pool:
         err = shareability_error(pool)
