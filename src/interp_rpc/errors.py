@@ -223,6 +223,10 @@ class RemoteError(InterpRpcError):
 #: RemoteError's constructor arguments, all of them attributes too.
 _REMOTE_FIELDS = ("remote_type_name", "remote_module", "remote_message", "remote_traceback",
                   "remote_qualname", "target", "worker", "item_index")
+#: Every attribute a RemoteError instance has of its own: a remote
+#: exception's attribute of the same name never replaces it.
+REMOTE_ERROR_ATTRIBUTES = frozenset({*_REMOTE_FIELDS, "partial_results", "post_mortem",
+                                     "_remote_contents"})
 
 
 def _restore_remote(state: dict[str, Any]) -> RemoteError:

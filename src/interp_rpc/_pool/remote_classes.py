@@ -27,7 +27,7 @@ import sys
 import threading
 from typing import Any
 
-from interp_rpc.errors import InterpRpcError, RemoteError
+from interp_rpc.errors import REMOTE_ERROR_ATTRIBUTES, InterpRpcError, RemoteError
 
 # The worker names the caller's script __mp_main__ (it imports it under
 # that name); here it is __main__.
@@ -141,9 +141,11 @@ def _take_contents(error: RemoteError, contents: tuple[bytes | None, dict[str, b
     ok, args = _unpickled(args_pickled)
     if ok and isinstance(args, tuple):
         error.args = args
-    own = set(vars(error))
     for name, pickled in attributes.items():
-        if name in own or hasattr(RemoteError, name):
+        # Not vars(error): the original's constructor, when it took the
+        # message, may have set names of its own from that text; the
+        # worker's values replace those.
+        if name in REMOTE_ERROR_ATTRIBUTES or hasattr(RemoteError, name):
             continue
         ok, value = _unpickled(pickled)
         if ok:

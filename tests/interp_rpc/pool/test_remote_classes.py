@@ -115,6 +115,16 @@ def test_the_object_an_attribute_was_missing_from_does_not_cross(
     assert info.value.obj is None
 
 
+def test_an_attribute_a_message_constructor_derives_is_the_workers(
+        module_pool: InterpreterPool) -> None:
+    # CodedError(message) runs here with the whole remote description as its
+    # message; the code it derives from that must not win over the worker's.
+    with pytest.raises(errortasks.CodedError) as info:
+        module_pool.call("errortasks.raise_coded", "abc")
+    assert info.value.code == 3
+    assert info.value.args == ("abc",)
+
+
 def test_a_field_the_caller_cannot_unpickle_is_left_out_alone(module_pool: InterpreterPool
                                                               ) -> None:
     with pytest.raises(errortasks.FieldError) as info:
