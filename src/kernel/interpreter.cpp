@@ -93,6 +93,12 @@ void interpreter::execute_request_impl(send_reply_callback cb, int,
                                        xeus::execute_request_config config,
                                        nl::json user_expressions) {
   nl::json reply;
+  // Before the GIL, which IPython's import may hold a while: a Ctrl-C from
+  // the moment the cell was announced is this cell's.
+  std::optional<interrupter::execution> interruptible;
+  if (on_main_thread()) {
+    interruptible.emplace(m_interrupter);
+  }
   try {
     py::gil_scoped_acquire gil;
     reply = execute(code, config, user_expressions);

@@ -187,7 +187,8 @@ void interpreter::wait_for_import() {
   bool imported = false;
   {
     py::gil_scoped_release release;
-    interrupter::cancellable_wait cancellable(m_interrupter);
+    interrupter::cancellable_wait cancellable(
+        m_interrupter, interrupter::cancellable_wait::kept_interrupt::ends_it);
     pollfd fds[] = {{m_import_done.fd(), POLLIN, 0}, {m_interrupter.cancel_fd(), POLLIN, 0}};
     while (::poll(fds, 2, -1) < 0 && errno == EINTR) {
     }

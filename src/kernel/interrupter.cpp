@@ -49,7 +49,8 @@ interrupter::interrupter() : m_main_thread(pthread_self()) {
 void interrupter::open() {
   std::lock_guard lock(m_mutex);
   ++m_depth;
-  if (m_stopping) {
+  if (m_stopping || m_kept) {
+    m_kept = false;
     PyErr_SetInterrupt();
   }
   publish_may_trip();  // once the window is open
@@ -150,11 +151,28 @@ interrupter::request_guard::~request_guard() {
   m_owner.close();
 }
 
-interrupter::cancellable_wait::cancellable_wait(interrupter& owner) : m_owner(owner) {
+interrupter::execution::execution(interrupter& owner) : m_owner(owner) {
+  std::lock_guard lock(m_owner.m_mutex);
+  m_owner.m_executing = true;
+  m_owner.m_kept = false;
+}
+
+interrupter::execution::~execution() {
+  std::lock_guard lock(m_owner.m_mutex);
+  m_owner.m_executing = false;
+  m_owner.m_kept = false;
+}
+
+interrupter::cancellable_wait::cancellable_wait(interrupter& owner, kept_interrupt kept)
+    : m_owner(owner) {
   std::lock_guard lock(m_owner.m_mutex);
   m_owner.m_waiting = true;
   m_owner.publish_may_trip();
   m_owner.m_cancel.drain();  // an interrupt of an earlier wait
+  if (m_owner.m_kept && kept == kept_interrupt::ends_it) {
+    m_owner.m_kept = false;
+    m_owner.m_cancel.notify();
+  }
   if (m_owner.m_stopping) {
     m_owner.m_cancel.notify();
   }
@@ -198,6 +216,10 @@ bool interrupter::interrupt() {
   }
   if (in_window) {
     pthread_kill(m_main_thread, wake_signal());
+  }
+  if (!in_window && !m_waiting && m_executing) {
+    m_kept = true;  // see execution
+    return true;
   }
   return in_window || m_waiting;
 }

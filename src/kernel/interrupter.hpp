@@ -90,6 +90,23 @@ class interrupter {
     interrupter& m_owner;
   };
 
+  // Main thread, around an execute request from its very start, before it
+  // takes the GIL. An interrupt that arrives while the request runs outside a
+  // window (waiting for the GIL or for IPython to start, or in IPython's
+  // bookkeeping between two statements) is kept: the next window raises it
+  // as it opens, or a cancellable wait ends with it. One still kept when the
+  // request ends is dropped: the cell it was meant for is over.
+  class execution {
+   public:
+    explicit execution(interrupter& owner);
+    ~execution();
+    execution(const execution&) = delete;
+    execution& operator=(const execution&) = delete;
+
+   private:
+    interrupter& m_owner;
+  };
+
   // Main thread, holding the GIL, around a whole request: closes the window
   // if Python left it open (a KeyboardInterrupt raised just as open()
   // returned skips the matching close()).
@@ -108,10 +125,14 @@ class interrupter {
   // the frontend's answer to an input request, or for IPython's import. An
   // interrupt, or the kernel's stop, makes cancel_fd() readable, which ends
   // the wait (the waiter polls it). Outside a window, an interrupt only
-  // ends the wait: it trips no KeyboardInterrupt.
+  // ends the wait: it trips no KeyboardInterrupt. A wait that is the
+  // execution's own step (IPython's import, before the first cell) also ends
+  // with an interrupt the execution kept; other waits leave it for the
+  // window it is kept for.
   class cancellable_wait {
    public:
-    explicit cancellable_wait(interrupter& owner);
+    enum class kept_interrupt { ends_it, waits };
+    explicit cancellable_wait(interrupter& owner, kept_interrupt kept = kept_interrupt::waits);
     ~cancellable_wait();
     cancellable_wait(const cancellable_wait&) = delete;
     cancellable_wait& operator=(const cancellable_wait&) = delete;
@@ -158,6 +179,8 @@ class interrupter {
   int m_ended_depth = 0;  // the window whose code has ended in an error; 0: none
   bool m_held = false;  // an interrupt held back (see report_scope)
   bool m_waiting = false;  // in a cancellable wait
+  bool m_executing = false;  // an execution is alive
+  bool m_kept = false;  // an interrupt kept for the execution's next window
   bool m_stopping = false;
   // m_depth > 0 && !holding() && !m_waiting, for the signal handler, which
   // must not take m_mutex. It runs on the main thread, which also makes every

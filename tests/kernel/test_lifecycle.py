@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,40 @@ class SlowIPythonImports:
         return None
 
 sys.meta_path.insert(0, SlowIPythonImports)
+"""
+
+# A loaded machine's other way to delay a first cell: IPython's import keeps
+# the GIL while the cell is announced. The loader waits (GIL released) until
+# the test writes HOLD into the switch file, then spins in Python without
+# letting another thread in (a huge switch interval; reading an mmap never
+# releases the GIL) until the test writes RELEASE.
+HOLD, RELEASE = 1, 2
+GIL_HOLDING_IPYTHON_SITECUSTOMIZE = """
+import mmap, sys, time
+
+SWITCH = {switch!r}
+HOLDING = {holding!r}
+
+class GILHoldingIPythonImport:
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name != "IPython":
+            return None
+        sys.meta_path.remove(GILHoldingIPythonImport)
+        with open(SWITCH, "r+b") as file:
+            switch = mmap.mmap(file.fileno(), 1)
+        deadline = time.monotonic() + 120
+        while switch[0] != {hold} and time.monotonic() < deadline:
+            time.sleep(0.01)
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(1e6)
+        open(HOLDING, "w").close()
+        while switch[0] != {release} and time.monotonic() < deadline:
+            pass
+        sys.setswitchinterval(interval)
+        return None
+
+sys.meta_path.insert(0, GILHoldingIPythonImport)
 """
 
 
@@ -58,6 +93,34 @@ def slow_import_kernel(tmp_path: Path) -> Iterator[tuple[Kernel, Path]]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), env.get("PYTHONPATH")]))
     yield from logged(tmp_path, env=env)
+
+
+@pytest.fixture
+def gil_holding_import_kernel(tmp_path: Path) -> Iterator[tuple[Kernel, Path, Path]]:
+    """A logged kernel whose import of IPython holds the GIL between the
+    test's HOLD and RELEASE (see GIL_HOLDING_IPYTHON_SITECUSTOMIZE); also
+    yields the switch file."""
+    site = tmp_path / "site"
+    site.mkdir()
+    switch = tmp_path / "switch"
+    switch.write_bytes(b"\0")
+    (site / "sitecustomize.py").write_text(GIL_HOLDING_IPYTHON_SITECUSTOMIZE.format(
+        switch=str(switch), holding=str(tmp_path / "holding"), hold=HOLD, release=RELEASE))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), env.get("PYTHONPATH")]))
+    kernels = logged(tmp_path, env=env)
+    kernel, log = next(kernels)
+    try:
+        yield kernel, log, switch
+    finally:
+        flip(switch, RELEASE)
+        kernels.close()
+
+
+def flip(switch: Path, state: int) -> None:
+    """In place: the kernel maps the file (truncating it would kill it)."""
+    with switch.open("r+b") as file:
+        file.write(bytes([state]))
 
 
 def shut_down(kernel: Kernel, keep_channels: bool = False) -> int | None:
@@ -172,6 +235,37 @@ def test_interrupt_while_ipython_is_imported(slow_import_kernel: tuple[Kernel, P
     assert execution.status == "error"
     assert execution.reply["content"]["ename"] == "KeyboardInterrupt"
     assert [e["content"]["ename"] for e in execution.of_type("error")] == ["KeyboardInterrupt"]
+    assert execution.stream() == ""
+    after = kernel.execute("print(6 * 7)", timeout=180)
+    assert after.status == "ok", after.reply
+    assert after.stream() == "42\n"
+    assert_clean_exit(kernel, log)
+
+
+def test_interrupt_while_the_first_cell_waits_for_the_gil(
+        gil_holding_import_kernel: tuple[Kernel, Path, Path]) -> None:
+    # The cell is announced (execute_input), then waits for the GIL that
+    # IPython's import holds; the interrupt comes and is answered meanwhile.
+    # It is the cell's, as if it had come a moment later: the cell ends with
+    # a KeyboardInterrupt once the import lets go, and does not run.
+    kernel, log, switch = gil_holding_import_kernel
+    flip(switch, HOLD)
+    holding = switch.parent / "holding"
+    deadline = time.monotonic() + 60
+    while not holding.exists():
+        assert time.monotonic() < deadline, "the import never started holding the GIL"
+        time.sleep(0.01)
+    msg_id = kernel.send("print('never')")
+    wait_for_execute_input(kernel, msg_id)
+    interrupt = kernel.client.session.msg("interrupt_request", {})
+    kernel.client.control_channel.send(interrupt)
+    while kernel.client.get_control_msg(timeout=60)["parent_header"].get("msg_id") != (
+            interrupt["header"]["msg_id"]):
+        pass
+    flip(switch, RELEASE)
+    execution = kernel.collect(msg_id, timeout=60)
+    assert execution.status == "error", execution.reply
+    assert execution.reply["content"]["ename"] == "KeyboardInterrupt"
     assert execution.stream() == ""
     after = kernel.execute("print(6 * 7)", timeout=180)
     assert after.status == "ok", after.reply
