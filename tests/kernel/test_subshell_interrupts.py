@@ -56,24 +56,26 @@ get_ipython().events.register("pre_run_cell", slow_bookkeeping)
 """
 
 
-def test_an_interrupt_outside_the_main_cells_code_is_dropped_while_a_subshell_runs(
+def test_an_interrupt_outside_the_main_cells_code_waits_for_it_while_a_subshell_runs(
         kernel: Kernel) -> None:
-    """Ours only: interrupts reach the user's code, never IPython's own work
-    around it (a pre_run_cell hook stands for that here; ipykernel
-    interrupts it). A subshell running code must not change that."""
+    """Ours only: interrupts are raised in the user's code, never in
+    IPython's own work around it (a pre_run_cell hook stands for that here;
+    ipykernel interrupts the hook, reports "Error in callback", and runs the
+    cell). One that comes meanwhile is kept for the cell's code, which it
+    stops. A subshell running code must not change that, nor be stopped."""
     traffic = Traffic(kernel)
     subshell = create_subshell(kernel)
     assert traffic.reply(traffic.execute(SLOW_PRE_RUN_HOOK))["content"]["status"] == "ok"
     sleeping = traffic.execute("import time; time.sleep(4); 'slept'", subshell)
     traffic.busy(sleeping)
-    main = traffic.execute("6 * 7")
+    main = traffic.execute("print('ran'); 6 * 7")
     traffic.busy(main)
     time.sleep(0.3)  # in the hook, which sleeps 1.5 s
     kernel.manager.interrupt_kernel()
     messages = traffic.done(main)
-    assert traffic.replies[main.msg_id]["content"]["status"] == "ok", messages
-    # IPython catches a KeyboardInterrupt in a hook, and reports it.
-    assert not outputs(messages, "error"), messages
+    assert traffic.replies[main.msg_id]["content"]["status"] == "error", messages
+    assert traffic.replies[main.msg_id]["content"]["ename"] == "KeyboardInterrupt", messages
+    assert [m["content"]["ename"] for m in outputs(messages, "error")] == ["KeyboardInterrupt"]
     assert "Error in callback" not in text_of(messages), messages
-    assert result_of(messages) == "42"
+    assert "ran" not in text_of(messages), messages
     assert result_of(traffic.done(sleeping)) == "'slept'"
