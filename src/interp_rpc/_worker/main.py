@@ -545,8 +545,10 @@ def run_cell(source: str, filename: str = "<parallel cell>",
     see interp_rpc/notebook/relay.py), the output is also sent as it is printed. The cell's source
     goes into linecache, so tracebacks show its lines; targets resolved from
     names the cell (re)binds are forgotten, so a redefinition takes effect
-    at once.
+    at once. As in IPython, a last statement that is an expression is the
+    cell's result (its repr, unless it is None or the cell ends with ";").
     """
+    import ast
     import contextlib
     import io
     import linecache
@@ -561,11 +563,21 @@ def run_cell(source: str, filename: str = "<parallel cell>",
     main = sys.modules["__main__"].__dict__
     before = dict(main)
     error = None
+    result = None
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     try:
-        code = compile(source, filename, "exec")
+        tree = ast.parse(source, filename)
+        last = None
+        final = tree.body[-1] if tree.body else None
+        if isinstance(final, ast.Expr) and not _ends_quiet(source):
+            tree.body.pop()
+            last = ast.Expression(final.value)
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            exec(code, main)
+            exec(compile(tree, filename, "exec"), main)
+            if last is not None:
+                value = eval(compile(last, filename, "eval"), main)
+                if value is not None:
+                    result = repr(value)
     except BaseException as exc:
         error = _failure(exc, skip_frames=1)
     finally:
@@ -575,8 +587,27 @@ def run_cell(source: str, filename: str = "<parallel cell>",
         rebound = {name for name, value in main.items() if before.get(name, unbound) is not value}
         _forget_targets(rebound | (before.keys() - main.keys()))
     return {"stdout": kept[0].getvalue(), "stderr": kept[1].getvalue(), "error": error,
+            "result": result,
             "defined": sorted(name for name in main.keys() - before.keys()
                               if not name.startswith("_"))}
+
+
+def _ends_quiet(source: str) -> bool:
+    """Whether the cell's last token is ";", which hides its result in
+    IPython too (a ";" inside a comment or a string does not count)."""
+    import io
+    import tokenize
+
+    insignificant = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.ENDMARKER,
+                     tokenize.INDENT, tokenize.DEDENT}
+    last = None
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type not in insignificant:
+                last = token
+    except (tokenize.TokenError, SyntaxError):
+        return False
+    return last is not None and last.string == ";"
 
 
 def _forget_targets(names: set[str]) -> None:

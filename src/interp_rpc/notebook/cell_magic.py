@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, cast
 from IPython.core.error import UsageError
 from IPython.core.magic import no_var_expand
 from IPython.core.magic_arguments import argument, kwds, magic_arguments
+from IPython.display import display
 
 from interp_rpc._pool import replies
 from interp_rpc._pool.everywhere import Interrupted
@@ -34,8 +35,9 @@ def parallel(self: ParallelMagics, line: str, cell: str | None = None) -> None:
 
     Imports and definitions made there are every worker's: names it
     defines become targets of %parallel_map and pool.call("name", ...),
-    and redefining one takes effect at once. Output and errors are shown
-    once per distinct text, headed by the workers that produced it.
+    and redefining one takes effect at once. Output, errors and the
+    cell's result (its last expression, as in IPython) are shown once per
+    distinct text, headed by the workers that produced it.
 
     On a dask cluster, a cell run without --targets that raised nowhere
     is also replayed, in order, in every process that joins later, before
@@ -97,6 +99,8 @@ def parallel(self: ParallelMagics, line: str, cell: str | None = None) -> None:
                   sys.stdout)
     _show_outputs({i: o["stderr"] for i, o in outcomes.items() if isinstance(o, dict)},
                   sys.stderr)
+    _show_results({i: o["result"] for i, o in outcomes.items()
+                   if isinstance(o, dict) and o["result"] is not None})
     errors: dict[int, Exception] = {}
     for index, outcome in outcomes.items():
         if isinstance(outcome, Exception):
@@ -135,12 +139,23 @@ def _show_outputs(texts: dict[int, str], stream: Any) -> None:
     stream.flush()
 
 
+def _show_results(reprs: dict[int, str]) -> None:
+    """The cell's result in each worker, as IPython shows a cell's result:
+    each distinct one once, headed by its workers (a result several lines
+    long starts on the line after its heading)."""
+    for workers, text in error_display.group_by_worker(reprs):
+        separator = "\n" if "\n" in text else " "
+        display({"text/plain": f"Out[{error_display.worker_ranges(workers)}]:{separator}{text}"},
+                raw=True)
+
+
 def _report_interrupted_cell(state: Interrupted) -> None:
     """After Ctrl-C in %%parallel: what the finished workers printed, and
     which workers still run the cell or never will."""
     finished = {i: o for i, o in state.finished.items() if isinstance(o, dict)}
     _show_outputs({i: o["stdout"] for i, o in finished.items()}, sys.stdout)
     _show_outputs({i: o["stderr"] for i, o in finished.items()}, sys.stderr)
+    _show_results({i: o["result"] for i, o in finished.items() if o["result"] is not None})
     if state.running:
         shown = (f"; what {error_display.worker_ranges(finished)}, which finished, "
                  "printed is above" if finished else "")

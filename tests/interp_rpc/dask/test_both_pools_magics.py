@@ -175,6 +175,14 @@ def test_targets_runs_a_cell_in_the_chosen_worker_only(run: Run) -> None:
     assert ran.out == "[worker 1]\nhere\n", ran.shown
 
 
+def test_a_cells_last_expression_is_its_result_in_each_worker(run: Run) -> None:
+    ran = run("%%parallel\nanswer = 6 * 7\nanswer\n")
+    assert ran.error is None, ran.shown
+    assert ran.out == "Out[workers 0-1]: 42\n", ran.shown
+    ran = run("%%parallel --targets 0\nanswer;\n")
+    assert ran.error is None and ran.out == "", ran.shown
+
+
 def test_a_cell_error_is_caught_as_its_class_in_each_worker(run: Run) -> None:
     ran = run("%%parallel\nraise KeyError('gone')\n")
     assert isinstance(ran.error, ParallelCellError)

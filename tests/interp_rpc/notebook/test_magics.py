@@ -271,12 +271,13 @@ def test_ctrl_c_keeps_the_finished_workers_output_and_names_the_busy_ones(
     try:
         ran = run("%%parallel\nimport os, time\nprint('ran here')\nif HOLD:\n"
                   "    open(HOLD[0], 'w').close()\n"
-                  "    while not os.path.exists(HOLD[1]):\n        time.sleep(0.01)\n")
+                  "    while not os.path.exists(HOLD[1]):\n        time.sleep(0.01)\n"
+                  "'its result'\n")
     finally:
         interrupter.join()
         gate.touch()
     assert isinstance(ran.error, KeyboardInterrupt), ran.shown
-    assert "[worker 0]\nran here\n" in ran.out
+    assert "[worker 0]\nran here\nOut[worker 0]: 'its result'\n" in ran.out
     assert "Interrupted: worker 1 still running the cell" in ran.err
     assert "what worker 0, which finished, printed is above" in ran.err
     wait_until(lambda: pool.status()[1].state == "idle", what="worker 1 finishing")
@@ -353,6 +354,56 @@ def test_a_cell_is_transformed_as_ipython_transforms_cells(run: Run) -> None:
     ran = run("%%parallel --targets 0\n>>> pasted = 5\n>>> print(pasted + 1)\n")
     assert ran.error is None, ran.shown
     assert ran.out == "[worker 0]\n6\n"
+
+
+def test_a_cells_last_expression_is_shown_once_per_distinct_value(run: Run) -> None:
+    # As ipyparallel's %%px shows each engine's Out, and IPython a cell's.
+    ran = run("%%parallel\nx = 6\nx * 7\n")
+    assert ran.error is None, ran.shown
+    assert ran.out == "Out[workers 0-1]: 42\n"
+    ran = run("%%parallel\nimport threading\nthreading.get_ident()\n")
+    assert ran.out.count("Out[worker ") == 2, ran.out  # one per worker: they differ
+
+
+@pytest.mark.parametrize("cell", [
+    "x = 1",  # not an expression
+    "print('printed')",  # None
+    "6 * 7;",  # hidden, as in IPython
+    "6 * 7;  # a comment after the semicolon",
+    "for i in range(2):\n    i",  # the last statement is a loop
+])
+def test_a_cell_without_a_result_shows_none(run: Run, cell: str) -> None:
+    ran = run(f"%%parallel\n{cell}\n")
+    assert ran.error is None, ran.shown
+    assert "Out[" not in ran.shown, ran.shown
+
+
+def test_a_semicolon_inside_a_string_still_shows_the_result(run: Run) -> None:
+    ran = run("%%parallel --targets 0\n'a;'  # ends with ;\n")
+    assert ran.out == "Out[worker 0]: 'a;'\n", ran.shown
+
+
+def test_a_result_several_lines_long_starts_below_its_heading(run: Run) -> None:
+    ran = run("%%parallel --targets 1\nclass Tall:\n    def __repr__(self):\n"
+              "        return 'one\\ntwo'\nTall()\n")
+    assert ran.out == "Out[worker 1]:\none\ntwo\n", ran.shown
+
+
+def test_the_result_comes_after_the_output_and_before_nothing_of_a_failure(run: Run) -> None:
+    ran = run("%%parallel\nimport sys\nprint('said')\n"
+              "if sys.modules['__main__'].__dict__.get('_fails') is None: pass\n'done'\n")
+    assert ran.out == "[workers 0-1]\nsaid\nOut[workers 0-1]: 'done'\n", ran.shown
+    ran = run("%%parallel\n1 / 0\n")  # the last expression raises: no result
+    assert isinstance(ran.error, ParallelCellError), ran.shown
+    assert "Out[" not in ran.shown, ran.shown
+    assert ran.shown.count("ZeroDivisionError: division by zero") == 1, ran.shown
+
+
+def test_a_failing_repr_is_the_cells_error(run: Run) -> None:
+    ran = run("%%parallel --targets 0\nclass Bad:\n    def __repr__(self):\n"
+              "        raise ValueError('no repr')\nBad()\n")
+    assert isinstance(ran.error, ParallelCellError), ran.shown
+    assert "ValueError: no repr" in ran.shown, ran.shown
 
 
 # --------------------------------------------------------------- results
