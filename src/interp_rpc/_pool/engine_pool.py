@@ -26,9 +26,11 @@ from interp_rpc._pool.everywhere import EverywhereRun
 from interp_rpc._pool.futures import CallFuture
 from interp_rpc._pool.map import MapIterator, MapRun
 from interp_rpc._pool.validation import (
+    available_memory,
     check_init,
     check_timeout,
     check_workers,
+    check_workers_fit,
     checked_arguments,
 )
 from interp_rpc._worker import wire
@@ -62,14 +64,19 @@ class EnginePool[Call: EngineCall](Executor, metaclass=abc.ABCMeta):
     #: How fast a map's chunks grow before the item cost is known (see
     #: ChunkSizer): faster where each chunk costs more to send and reply.
     _chunk_growth: ClassVar[int] = 2
+    #: What a worker adds to the memory in use, at the least: a bound under
+    #: the measured figure (docs/guide/choosing-a-pool.md), so that only a
+    #: count that surely cannot fit is refused.
+    _memory_per_worker: ClassVar[int] = 3 * 2**20
     _engine: PoolEngine[Call]
 
     def __init__(self, workers: int, init: str | None, init_timeout: float | None,
                  max_workers: int | None) -> None:
+        name = "workers" if max_workers is None else "max_workers"
         if max_workers is not None:  # the Executor spelling, which wins
-            workers = check_workers("max_workers", max_workers)
-        else:
-            check_workers("workers", workers)
+            workers = max_workers
+        check_workers(name, workers)
+        check_workers_fit(name, workers, self._memory_per_worker, available_memory())
         check_init(init)
         check_timeout("init_timeout", init_timeout)
         self._lock = threading.Lock()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from typing import Any
 
 
@@ -35,6 +36,37 @@ def check_workers(name: str, value: object) -> int:
     if value <= 0:
         raise ValueError(f"{name} must be greater than 0")
     return value
+
+
+def available_memory() -> int | None:
+    """Bytes of memory the system can still give (Linux's MemAvailable), or
+    None where it does not say."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def check_workers_fit(name: str, workers: int, memory_per_worker: int,
+                      available: int | None) -> None:
+    """Every worker starts before the pool is ready: a count that cannot fit
+    in ``available`` bytes (``memory_per_worker`` each, at the least) is a
+    mistake to name now, not after minutes of starting workers until the
+    system kills the process for its memory."""
+    if available is None or workers * memory_per_worker <= available:
+        return
+    most = available // memory_per_worker
+    cores = os.process_cpu_count() or 1
+    raise ValueError(
+        f"{name}={workers:,} cannot fit in this machine's memory: each worker takes at "
+        f"least {memory_per_worker / 2**20:.0f} MiB (more with init=), "
+        f"{workers * memory_per_worker / 2**30:,.1f} GiB in all, and "
+        f"{available / 2**30:,.1f} GiB is available. At most {most:,} would fit; for "
+        f"CPU-bound work, more workers than cores ({cores} here) gain nothing")
 
 
 def check_count(name: str, value: int | None, minimum: int) -> None:

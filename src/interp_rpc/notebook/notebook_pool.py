@@ -104,7 +104,10 @@ class NotebookPool:
         closed once the new one has started; if it fails, nothing changes."""
         current = self._pool if self.started else None
         try:
-            new = _new_pool(new_options, cluster, processes)
+            try:
+                new = _new_pool(new_options, cluster, processes)
+            except ValueError as exc:  # options the pool refused (too many workers)
+                raise UsageError(str(exc)) from None
         except (PoolInitError, UsageError):
             if current is not None:
                 print(f"The new pool did not start; the current one ({current.workers} "

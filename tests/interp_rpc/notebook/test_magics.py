@@ -133,6 +133,16 @@ def test_a_bad_value_is_a_one_line_usage_error_naming_it(
     assert current_pool() is pool and not pool.closed
 
 
+def test_a_pool_too_large_for_the_memory_is_refused_and_the_current_one_kept(
+        run: Run) -> None:
+    pool = current_pool()
+    ran = run("%parallel_pool -n 1000000000")
+    assert isinstance(ran.error, UsageError), ran.shown
+    assert "UsageError: workers=1,000,000,000 cannot fit in this machine's memory" in ran.shown
+    assert "the current one (2 workers) is still in use" in ran.err
+    assert current_pool() is pool and not pool.closed
+
+
 # ------------------------------------------------------------------ targets
 
 def test_a_name_defined_by_parallel_beats_a_stdlib_module_of_that_name(

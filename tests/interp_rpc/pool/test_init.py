@@ -19,6 +19,7 @@ from interp_rpc import (
     TargetResolutionError,
     WorkerInitFailure,
 )
+from interp_rpc._pool.validation import available_memory, check_workers_fit
 
 COUNTING_INIT = """
 import pooltasks
@@ -186,6 +187,10 @@ def test_ordinary_import_error_is_not_reported_as_a_refused_extension() -> None:
         ({"init_timeout": -1}, ValueError, "init_timeout must be a non-negative number"),
         ({"init_timeout": float("nan")}, ValueError, "init_timeout must be a non-negative"),
         ({"init_timeout": "5"}, TypeError, "init_timeout must be a number of seconds or None"),
+        # A typo that would start workers for minutes, until the system
+        # killed the process for its memory (3 MiB each: petabytes).
+        ({"workers": 10**9}, ValueError, "workers=1,000,000,000 cannot fit in this machine's"),
+        ({"max_workers": 10**9}, ValueError, "max_workers=1,000,000,000 cannot fit"),
     ],
 )
 def test_bad_constructor_arguments_fail_clearly(
@@ -196,6 +201,27 @@ def test_bad_constructor_arguments_fail_clearly(
     assert words in str(info.value)
     # Nothing was started.
     assert non_main_interpreters() == before
+
+
+def test_a_worker_count_is_refused_only_when_it_cannot_fit() -> None:
+    mib = 2**20
+    check_workers_fit("workers", 100, 3 * mib, 300 * mib)  # exactly fits
+    check_workers_fit("workers", 10**9, 3 * mib, None)  # nothing known: no guess
+    with pytest.raises(ValueError) as info:
+        check_workers_fit("workers", 101, 3 * mib, 300 * mib)
+    message = str(info.value)
+    assert message.startswith("workers=101 cannot fit in this machine's memory: each worker "
+                              "takes at least 3 MiB (more with init=), 0.3 GiB in all, and "
+                              "0.3 GiB is available. At most 100 would fit"), message
+    assert f"more workers than cores ({os.process_cpu_count()} here) gain nothing" in message
+
+
+def test_available_memory_is_what_the_system_reports() -> None:
+    available = available_memory()
+    assert available is not None  # Linux says it
+    with open("/proc/meminfo", encoding="ascii") as meminfo:
+        total = int(next(line for line in meminfo if line.startswith("MemTotal:")).split()[1])
+    assert 0 < available <= total * 1024
 
 
 def test_init_none_and_defaults() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -25,6 +26,15 @@ def alive(pid: int) -> bool:
             return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
     except (FileNotFoundError, ProcessLookupError):  # reaped between open and read
         return False
+
+
+def children() -> set[int]:
+    """The processes this one has started and not yet reaped, from any thread."""
+    found: set[int] = set()
+    for task in Path("/proc/self/task").iterdir():
+        with contextlib.suppress(FileNotFoundError):  # a thread that has ended
+            found.update(int(pid) for pid in (task / "children").read_text().split())
+    return found
 
 
 def wait_ended(pids: list[int], what: str = "the worker processes ending") -> None:

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable
 
 import pytest
-from process_support import alive, wait_ended
+from process_support import alive, children, wait_ended
 from support import wait_until
 
 from interp_rpc import (
@@ -182,3 +182,11 @@ def _is_worker(pid: int) -> bool:
             return parent == os.getpid() and b"process/child.py" in cmdline.read()
     except (FileNotFoundError, ProcessLookupError):  # ended while we looked
         return False
+
+
+def test_a_worker_count_that_cannot_fit_starts_no_process() -> None:
+    before = children()
+    with pytest.raises(ValueError, match=r"workers=1,000,000,000 cannot fit in this machine's "
+                                         r"memory: each worker takes at least 6 MiB"):
+        ProcessPool(workers=10**9)
+    assert children() <= before
