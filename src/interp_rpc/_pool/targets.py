@@ -1,7 +1,11 @@
 """Turning what the caller names as a target into something a worker can resolve.
 
 A target crosses by reference where it has one: a dotted path that the
-worker imports. A function defined interactively crosses as its code; a
+worker imports. A function with no such path crosses as its code, rebuilt
+over its module's namespace in the worker: one defined interactively (a
+notebook cell), a lambda, a function defined inside another. A closure
+cannot (its captured state would not cross), unless its name finds it (a
+module-level function under a decorator). A
 bound method, or a callable object with no name to import it by
 (``functools.partial``, ``operator.itemgetter(1)``, an instance with
 ``__call__``), as its pickle, as multiprocessing sends them. Callables are
@@ -25,8 +29,8 @@ from typing import Any
 from interp_rpc.errors import TargetResolutionError
 
 # What a request carries: ("path", "pkg.module.Class.method"); for a
-# function defined interactively, ("code", marshalled code, name, pickled
-# defaults, source of its cell): see _by_value(); for a bound method,
+# function sent by value, ("code", marshalled code, name, pickled defaults,
+# source of its cell, its module): see _by_value(); for a bound method,
 # ("pickled", its pickle, display name): see _bound_method() and _by_pickle().
 TargetSpec = tuple[str | bytes, ...]
 
@@ -143,9 +147,22 @@ def normalize(target: object) -> tuple[TargetSpec, str]:
         elif not isinstance(getattr(target, "__qualname__", None), str):
             return _by_pickle(target), describe(target)
     name = describe(target)
-    if getattr(target, "__module__", None) == "__main__" and main_module_spec() is None:
+    module = getattr(target, "__module__", None)
+    if module == "__main__" and main_module_spec() is None:
         return _by_value(target), name
+    if (type(target) is types.FunctionType and target.__closure__ is None
+            and isinstance(module, str) and not _found_by_name(target, module)):
+        return _by_value(target, module), name  # a lambda, a function defined in a function
     return ("path", _reference_of(target, name)), name
+
+
+def _found_by_name(fn: types.FunctionType, module: str) -> bool:
+    """Whether ``module.qualname`` finds ``fn`` itself, so that a worker
+    importing that path gets the same function."""
+    value: Any = sys.modules.get(module)
+    for part in fn.__qualname__.split("."):
+        value = getattr(value, part, None)
+    return value is fn
 
 
 def _bound_method(method: Callable[..., Any]) -> TargetSpec | None:
@@ -182,10 +199,11 @@ def _by_pickle(target: Callable[..., Any]) -> TargetSpec:
     return ("pickled", data, name)
 
 
-def _by_value(fn: Callable[..., Any]) -> TargetSpec:
-    """A function defined interactively (a notebook cell, the REPL): the
-    worker cannot import __main__, so the function's code crosses instead,
-    and the worker rebuilds it over its own __main__ namespace. Only a
+def _by_value(fn: Callable[..., Any], module: str = "__main__") -> TargetSpec:
+    """A function with no path a worker could import it by (defined in a
+    notebook cell or the REPL, whose __main__ workers cannot import; a
+    lambda; a function defined in another): its code crosses instead, and
+    the worker rebuilds it over its own ``module`` namespace. Only a
     stateless function can: no closure, and its globals must resolve there."""
     name = describe(fn)
     code = getattr(fn, "__code__", None)
@@ -204,7 +222,7 @@ def _by_value(fn: Callable[..., Any]) -> TargetSpec:
         raise TargetResolutionError(
             f"target {name!r} has default argument values that cannot cross ({exc}); "
             f"{_DEFINE_IN_WORKERS}", target=name) from None
-    return ("code", marshal.dumps(code), fn.__qualname__, defaults, _cell_source(code))
+    return ("code", marshal.dumps(code), fn.__qualname__, defaults, _cell_source(code), module)
 
 
 def _cell_source(code: types.CodeType) -> str:
@@ -221,7 +239,11 @@ def _reference_of(fn: Callable[..., Any], name: str) -> str:
     """The dotted path a worker imports ``fn`` by (``name`` is describe(fn)),
     or why it has none."""
     closure = getattr(fn, "__closure__", None)
-    if closure is not None:
+    module = _module_of(fn)
+    if closure is not None and not (type(fn) is types.FunctionType and module is not None
+                                    and _found_by_name(fn, module)):
+        # (A closure its name finds, such as a decorated module-level
+        # function, is what a worker importing that name gets too.)
         free = ", ".join(getattr(getattr(fn, "__code__", None), "co_freevars", ())) or "?"
         raise TargetResolutionError(
             f"target {name!r} is a closure (it captures {free} from an enclosing scope), "
@@ -231,7 +253,6 @@ def _reference_of(fn: Callable[..., Any], name: str) -> str:
             failed_part=name,
         )
     qualname = getattr(fn, "__qualname__", None)
-    module = _module_of(fn)
     if not isinstance(qualname, str) or module is None:
         raise TargetResolutionError(
             f"target {fn!r} has no module and qualified name, so a worker cannot import it; "

@@ -261,25 +261,35 @@ def _global_names(code: CodeType) -> set[str]:
 
 
 def _rebuild_function(code_bytes: bytes, qualname: str, defaults: bytes,
-                      source: str = "") -> Callable[..., Any]:
-    """A function sent by value, rebuilt over this worker's __main__; the
-    source of its notebook cell, if sent, goes into linecache for tracebacks."""
+                      source: str = "", module: str = "__main__") -> Callable[..., Any]:
+    """A function sent by value, rebuilt over this worker's ``module`` (its
+    __main__, where a caller's script is imported on demand); the source of
+    its notebook cell, if sent, goes into linecache for tracebacks."""
     code = marshal.loads(code_bytes)
     if source:
         import linecache
 
         linecache.cache[code.co_filename] = (len(source), None, source.splitlines(True),
                                              code.co_filename)
-    main = sys.modules["__main__"].__dict__
-    missing = sorted(n for n in _global_names(code)
-                     if n not in main and not hasattr(builtins, n))
-    if missing:
+    owner = sys.modules["__main__"] if module == "__main__" else importlib.import_module(module)
+    namespace = owner.__dict__
+
+    def missing() -> list[str]:
+        return sorted(n for n in _global_names(code)
+                      if n not in namespace and not hasattr(builtins, n))
+
+    if missing() and module == "__main__":
+        # The caller's script (lazy_script.py), imported on its first name.
+        hasattr(owner, missing()[0])
+    if names := missing():
+        listed = ", ".join(repr(n) for n in names)
         raise TargetError(
-            f"function {qualname!r} uses {', '.join(repr(n) for n in missing)}, which the "
-            "workers do not have; define it with %%parallel (which runs the cell in every "
-            "worker), import it in the pool's init=, or pass it as an argument",
-            missing[0])
-    fn = FunctionType(code, main, code.co_name)
+            f"function {qualname!r} uses {listed}, which the workers do not have; define "
+            "it with %%parallel (which runs the cell in every worker), import it in the "
+            "pool's init=, or pass it as an argument" if module == "__main__" else
+            f"function {qualname!r} uses {listed}, which module {module!r} does not define "
+            "in the workers; pass it as an argument", names[0])
+    fn = FunctionType(code, namespace, code.co_name)
     fn.__defaults__, fn.__kwdefaults__ = wire.loads(defaults)
     fn.__qualname__ = qualname
     return fn

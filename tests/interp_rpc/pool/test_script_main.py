@@ -219,3 +219,53 @@ def test_the_script_runs_as_mp_main_under_its_main_guard(tmp_path: Path) -> None
                             timeout=120, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "__mp_main__"
+
+
+LAMBDAS_SCRIPT = '''
+import json
+import sys
+
+sys.path.insert(0, {fixtures!r})
+from interp_rpc import {pool}, TargetResolutionError
+
+FACTOR = 3
+
+
+def make_scaler():
+    def scale(x):  # defined in a function, capturing nothing: uses a global
+        return x * FACTOR
+
+    return scale
+
+
+def make_closure(k):
+    return lambda x: x * k
+
+
+if __name__ == "__main__":
+    with {pool}(workers=2) as pool:
+        report = {{
+            "lambda": list(pool.map(lambda x: x * FACTOR, range(4))),
+            "nested": pool.call(make_scaler(), 5),
+            "with_default": pool.submit(lambda x, y=FACTOR: x + y, 1).result(),
+        }}
+        try:
+            pool.call(make_closure(2), 1)
+        except TargetResolutionError as exc:
+            report["closure"] = str(exc)
+    print(json.dumps(report))
+'''
+
+
+@pytest.mark.parametrize("pool", ["InterpreterPool", "ProcessPool"])
+def test_a_scripts_lambdas_and_nested_functions_run_with_its_globals(
+        tmp_path: Path, pool: str) -> None:
+    # As joblib and dask run them (multiprocessing cannot pickle them). Only
+    # a closure is refused: what it captured would not cross.
+    script = tmp_path / "lambdas.py"
+    script.write_text(LAMBDAS_SCRIPT.format(fixtures=str(FIXTURES), pool=pool))
+    report = run_script(script)
+    assert report["lambda"] == [0, 3, 6, 9]
+    assert report["nested"] == 15
+    assert report["with_default"] == 4
+    assert "is a closure (it captures k from an enclosing scope)" in str(report["closure"])
