@@ -84,8 +84,14 @@ class EnginePool[Call: EngineCall](Executor, metaclass=abc.ABCMeta):
         self._profiling = ProfileRecorder()
         # What every worker is told as it starts: where to import from, the
         # caller's __main__ (so that its functions resolve there), and init.
-        setup = {"sys_path": list(sys.path), "argv": list(sys.argv),
-                 "main": targets.main_module_spec(), "init": init}
+        main = targets.main_module_spec()
+        if main is not None:
+            # A worker imports the caller's script as __mp_main__, so an
+            # instance of one of its classes comes back named that way: the
+            # alias multiprocessing sets in its parent process loads it here.
+            sys.modules.setdefault("__mp_main__", sys.modules["__main__"])
+        setup = {"sys_path": list(sys.path), "argv": list(sys.argv), "main": main,
+                 "init": init}
         self._engine = self._start_engine(workers, wire.dumps(setup))
         try:
             reports = self._engine.wait_ready(init_timeout)

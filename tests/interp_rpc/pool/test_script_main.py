@@ -269,3 +269,45 @@ def test_a_scripts_lambdas_and_nested_functions_run_with_its_globals(
     assert report["nested"] == 15
     assert report["with_default"] == 4
     assert "is a closure (it captures k from an enclosing scope)" in str(report["closure"])
+
+
+SCRIPT_CLASS_RESULTS = '''
+import dataclasses
+import json
+import sys
+
+sys.path.insert(0, {fixtures!r})
+from interp_rpc import {pool}
+
+
+@dataclasses.dataclass
+class Point:
+    x: int
+    y: int
+
+
+def make(i):
+    return Point(i, 2 * i)
+
+
+if __name__ == "__main__":
+    with {pool}(workers=2) as pool:
+        one = pool.call(make, 1)
+        many = list(pool.map(make, range(3)))
+    print(json.dumps({{"one": [type(one) is Point, dataclasses.astuple(one)],
+                      "many": [type(p) is Point for p in many],
+                      "values": [dataclasses.astuple(p) for p in many]}}))
+'''
+
+
+@pytest.mark.parametrize("pool", ["InterpreterPool", "ProcessPool"])
+def test_instances_of_a_scripts_classes_come_back_as_its_classes(
+        tmp_path: Path, pool: str) -> None:
+    # The worker knows the script as __mp_main__, so it names the class
+    # __mp_main__.Point; here that name must find __main__.Point, as it does
+    # for multiprocessing's results (the script does not import it).
+    script = tmp_path / "points.py"
+    script.write_text(SCRIPT_CLASS_RESULTS.format(fixtures=str(FIXTURES), pool=pool))
+    report = run_script(script)
+    assert report == {"one": [True, [1, 2]], "many": [True, True, True],
+                      "values": [[0, 0], [1, 2], [2, 4]]}
