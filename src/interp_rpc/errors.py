@@ -151,6 +151,9 @@ class RemoteError(InterpRpcError):
         return self._describe()
 
     def __reduce__(self) -> tuple[Any, ...]:
+        if isinstance(self, BaseExceptionGroup):  # its exceptions are not in its dict
+            exceptions = list(self.exceptions)
+            return _restore_remote, ({**self.__dict__, "_remote_exceptions": exceptions},)
         return _restore_remote, (self.__dict__,)
 
     @property
@@ -234,7 +237,9 @@ def _restore_remote(state: dict[str, Any]) -> RemoteError:
     interpreter resolves it (``except Original`` catches it here too)."""
     from interp_rpc._pool.remote_classes import remote_error
 
-    error = remote_error(contents=state.get("_remote_contents"),
+    state = dict(state)
+    exceptions = state.pop("_remote_exceptions", None)
+    error = remote_error(contents=state.get("_remote_contents"), exceptions=exceptions,
                          **{name: state[name] for name in _REMOTE_FIELDS})
     error.__dict__.update(state)
     return error

@@ -100,17 +100,22 @@ def _combine(original: type[BaseException]) -> type[RemoteError] | None:
 
 
 def remote_error(*, contents: tuple[bytes | None, dict[str, bytes]] | None = None,
-                 **fields: Any) -> RemoteError:
+                 exceptions: list[RemoteError] | None = None, **fields: Any) -> RemoteError:
     """A RemoteError for the worker's exception, combined with its class when
     the caller can resolve it (see the module docstring); the combined one
-    also gets the original's ``contents`` (wire.describe_exception)."""
+    also gets the original's ``contents`` (wire.describe_exception). An
+    exception group's ``exceptions`` (RemoteErrors) become the combined
+    group's, so that ``except* ValueError`` finds a remote ValueError."""
     original = resolve_class(fields["remote_module"], fields.get("remote_qualname") or
                              fields["remote_type_name"])
     if original is not None:
         combined = combined_class(original)
         if combined is not None:
             try:
-                error = combined(**fields)
+                if exceptions and issubclass(combined, BaseExceptionGroup):
+                    error = _group(combined, exceptions, contents, fields)
+                else:
+                    error = combined(**fields)
             except Exception:  # the original's __new__ disagrees
                 pass
             else:
@@ -118,6 +123,21 @@ def remote_error(*, contents: tuple[bytes | None, dict[str, bytes]] | None = Non
                     _take_contents(error, contents)
                 return error
     return RemoteError(**fields)
+
+
+def _group(combined: type[RemoteError], exceptions: list[RemoteError],
+           contents: tuple[bytes | None, dict[str, bytes]] | None,
+           fields: dict[str, Any]) -> RemoteError:
+    """The combined exception group: made as a group is (its message and
+    exceptions), then given RemoteError's fields."""
+    pickled = contents[1].get("message") if contents is not None else None
+    ok, message = _unpickled(pickled)
+    if not (ok and isinstance(message, str)):
+        message = fields["remote_message"]
+    error: RemoteError = combined.__new__(combined, message, exceptions)
+    RemoteError.__init__(error, **fields)
+    error.args = (message, exceptions)  # as the group's own were
+    return error
 
 
 def _unpickled(pickled: bytes | None) -> tuple[bool, Any]:
@@ -138,7 +158,7 @@ def _take_contents(error: RemoteError, contents: tuple[bytes | None, dict[str, b
     never replaced. Kept, for a copy of the error made elsewhere (_restore_remote)."""
     args_pickled, attributes = contents
     error._remote_contents = contents
-    ok, args = _unpickled(args_pickled)
+    ok, args = _unpickled(args_pickled)  # None for a group (see _group)
     if ok and isinstance(args, tuple):
         error.args = args
     for name, pickled in attributes.items():

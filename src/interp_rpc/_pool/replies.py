@@ -70,12 +70,15 @@ def reply_value(status: int, kind: int, reply: bytes, worker: int, target: objec
 def remote_error(info: dict[str, Any], *, target: str, worker: int | None,
                  item_index: int | None = None) -> RemoteError:
     """The RemoteError for a worker's describe_exception() of what it raised
-    (also an instance of the original class when the caller has it)."""
+    (also an instance of the original class when the caller has it; for an
+    exception group, with a RemoteError for each of its exceptions)."""
+    exceptions = [remote_error(sub, target=target, worker=worker, item_index=item_index)
+                  for sub in info.get("exceptions", ())]
     error = remote_classes.remote_error(
         remote_type_name=info["type_name"], remote_module=info["module"],
         remote_message=info["message"], remote_traceback=info["traceback"],
         remote_qualname=info.get("qualname"), target=target, worker=worker,
-        item_index=item_index, contents=info.get("contents"))
+        item_index=item_index, contents=info.get("contents"), exceptions=exceptions or None)
     error.post_mortem = info.get("post_mortem")
     return error
 

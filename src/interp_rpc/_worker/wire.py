@@ -457,8 +457,9 @@ _EXCEPTION_MACHINERY = frozenset({"args", "__traceback__", "__cause__", "__conte
                                   "__weakref__"})
 #: Fields of built-in exception classes that are not copied: AttributeError's
 #: ``obj`` is the object that lacked the attribute, any object however large
-#: (pickling the exception leaves it out too).
-_FIELDS_NOT_COPIED = frozenset({(AttributeError, "obj")})
+#: (pickling the exception leaves it out too); an exception group's
+#: ``exceptions`` cross described one by one (describe_exception).
+_FIELDS_NOT_COPIED = frozenset({(AttributeError, "obj"), (BaseExceptionGroup, "exceptions")})
 
 
 def _pickled_or_none(value: object) -> bytes | None:
@@ -493,7 +494,9 @@ def _exception_contents(exc: BaseException) -> tuple[bytes | None, dict[str, byt
         pickled = _pickled_or_none(value)
         if pickled is not None:
             attributes[name] = pickled
-    return _pickled_or_none(exc.args), attributes
+    # A group's args hold its exceptions, which cross described instead.
+    args = None if isinstance(exc, BaseExceptionGroup) else _pickled_or_none(exc.args)
+    return args, attributes
 
 
 def describe_exception(exc: BaseException, skip_frames: int = 0) -> dict[str, Any]:
@@ -502,7 +505,9 @@ def describe_exception(exc: BaseException, skip_frames: int = 0) -> dict[str, An
 
     The traceback text includes chained causes and ``__notes__``, exactly as
     the interpreter would print it. ``skip_frames`` drops that many outermost
-    frames (interp-rpc's own, which only show how the call was made).
+    frames (interp-rpc's own, which only show how the call was made). An
+    exception group's exceptions are described too, each on its own, so that
+    the caller's ``except*`` finds them.
     """
     tb = exc.__traceback__
     for _ in range(skip_frames):
@@ -511,7 +516,7 @@ def describe_exception(exc: BaseException, skip_frames: int = 0) -> dict[str, An
         tb = tb.tb_next
     exc = exc.with_traceback(tb)
     cls = type(exc)
-    return {
+    described: dict[str, Any] = {
         "type_name": cls.__name__,
         "qualname": cls.__qualname__,
         "module": cls.__module__,
@@ -519,6 +524,9 @@ def describe_exception(exc: BaseException, skip_frames: int = 0) -> dict[str, An
         "traceback": "".join(_format_exception(exc)),
         "contents": _exception_contents(exc),
     }
+    if isinstance(exc, BaseExceptionGroup):
+        described["exceptions"] = [describe_exception(e) for e in exc.exceptions]
+    return described
 
 
 # --------------------------------------------------------------------------

@@ -60,6 +60,21 @@ def test_an_error_class_with_fields_is_caught_with_them(any_pool: Any) -> None:
     assert (caught.value.pos, caught.value.doc) == (5, "[1, 2")
 
 
+def test_except_star_finds_the_errors_of_a_remote_exception_group(any_pool: Any) -> None:
+    # The group's errors are relayed through the dask worker's pool as
+    # remote errors of their own classes.
+    caught: list[BaseException] = []
+    try:
+        any_pool.call("builtins.exec", "raise ExceptionGroup('two', [ValueError(1), OSError(2)])")
+    except* ValueError as group:
+        caught += group.exceptions
+    except* OSError as group:
+        caught += group.exceptions
+    assert [type(e).__qualname__ for e in caught] == ["RemoteError[ValueError]",
+                                                      "RemoteError[OSError]"]
+    assert [e.args for e in caught] == [(1,), (2,)]
+
+
 def test_except_the_original_class_catches_a_failing_map_item(any_pool: Any) -> None:
     results = any_pool.map(divmod, [1, 1, 1, 1], [2, 3, 0, 5], chunksize=1)
     assert next(results) == (0, 1)

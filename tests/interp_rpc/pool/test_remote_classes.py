@@ -9,12 +9,14 @@ import errno
 import json
 import pickle
 import subprocess
+from collections.abc import Iterator
 from concurrent.futures import Future
 
 import errortasks
 import pytest
 
-from interp_rpc import InterpreterPool, InterpRpcError, RemoteError
+from interp_rpc import InterpreterPool, InterpRpcError, ProcessPool, RemoteError
+from interp_rpc._pool.contract import Pool
 
 #: A field whose value is any non-empty text (the platform's wording).
 ANY_TEXT = object()
@@ -173,3 +175,57 @@ def test_the_combined_class_is_made_once(module_pool: InterpreterPool) -> None:
             module_pool.call("operator.truediv", 1, 0)
         errors.append(info.value)
     assert len({type(e) for e in errors}) == 1
+
+
+# ------------------------------------------------------------ exception groups
+
+
+@pytest.fixture(params=["interpreters", "processes"])
+def any_pool(request: pytest.FixtureRequest, module_pool: InterpreterPool) -> Iterator[Pool]:
+    if request.param == "interpreters":
+        yield module_pool
+        return
+    with ProcessPool(workers=1, init="import errortasks") as pool:
+        yield pool
+
+
+def test_except_star_finds_the_errors_of_a_remote_task_group(any_pool: Pool) -> None:
+    # asyncio.TaskGroup raises an ExceptionGroup: except* must find the
+    # remote ValueError and KeyError, each with its own remote traceback.
+    caught: dict[str, list[BaseException]] = {}
+    try:
+        any_pool.call("errortasks.task_group_failure")
+    except* ValueError as group:
+        caught["value"] = list(group.exceptions)
+    except* KeyError as group:
+        caught["key"] = list(group.exceptions)
+    (value,), (key,) = caught["value"], caught["key"]
+    assert isinstance(value, RemoteError) and value.args == ("bad value",)
+    assert isinstance(key, RemoteError) and key.args == ("missing",)
+    assert "in _fail_with" in value.remote_traceback
+    assert value.target == "errortasks.task_group_failure" and value.worker == 0
+
+
+def test_a_remote_group_keeps_its_shape_message_and_class(any_pool: Pool) -> None:
+    with pytest.raises(ExceptionGroup) as info:
+        any_pool.call("errortasks.raise_nested_group")
+    group = info.value
+    assert isinstance(group, RemoteError)
+    assert group.message == "outer" and group.args[0] == "outer"
+    first, inner = group.exceptions
+    assert isinstance(first, FileNotFoundError) and isinstance(first, RemoteError)
+    assert (first.errno, first.filename) == (errno.ENOENT, "/nowhere")
+    assert isinstance(inner, ExceptionGroup) and isinstance(inner, RemoteError)
+    assert inner.message == "inner"
+    (wrong,) = inner.exceptions
+    assert isinstance(wrong, TypeError) and wrong.args == ("wrong type",)
+    # What Python does with groups works on it.
+    matched, rest = group.split(TypeError)
+    assert matched is not None and rest is not None
+    assert [type(e).__name__ for e in rest.exceptions] == ["RemoteError[FileNotFoundError]"]
+    # Relayed (a dask worker pickles it): still a group of remote errors.
+    copy = pickle.loads(pickle.dumps(group))
+    assert isinstance(copy, ExceptionGroup) and isinstance(copy, RemoteError)
+    assert [type(e).__name__ for e in copy.exceptions] == [
+        "RemoteError[FileNotFoundError]", "RemoteError[ExceptionGroup]"]
+    assert copy.remote_traceback == group.remote_traceback
