@@ -160,8 +160,11 @@ def _found_by_name(fn: types.FunctionType, module: str) -> bool:
     """Whether ``module.qualname`` finds ``fn`` itself, so that a worker
     importing that path gets the same function."""
     value: Any = sys.modules.get(module)
-    for part in fn.__qualname__.split("."):
-        value = getattr(value, part, None)
+    try:
+        for part in fn.__qualname__.split("."):
+            value = getattr(value, part, None)
+    except Exception:  # a module's own __getattr__ (a lazy loader) may raise anything
+        return False
     return value is fn
 
 
