@@ -8,6 +8,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+import lazymodule
 import mymodule
 import pooltasks
 import pytest
@@ -116,9 +117,10 @@ UNPICKLABLE_BOUND = Holder().handle
         (pooltasks.shifted, (1,), 101),  # its globals are its module's, in the worker
         (pooltasks.make_shifter(), (2,), 102),
         (pooltasks.decorated_double, (21,), 42),  # a closure its name finds
+        (lazymodule.plus, (1,), 6),  # its module's __getattr__ raises ImportError
     ],
     ids=["nested-function", "module-level-lambda", "inline-lambda", "lambda-with-defaults",
-         "lambda-in-a-module", "nested-in-a-module", "decorated"],
+         "lambda-in-a-module", "nested-in-a-module", "decorated", "lazy-module"],
 )
 def test_functions_without_a_path_cross_by_value(
         module_pool: InterpreterPool, target: Callable[..., Any], args: tuple[Any, ...],
