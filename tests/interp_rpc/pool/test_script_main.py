@@ -77,6 +77,12 @@ def run_script(path: Path) -> dict[str, object]:
     return report
 
 
+def run_script_of(template: str, path: Path, pool: str) -> dict[str, object]:
+    """Runs the script ``template`` makes for the pool class named ``pool``."""
+    path.write_text(template.format(fixtures=str(FIXTURES), pool=pool))
+    return run_script(path)
+
+
 @pytest.mark.parametrize("module", REFUSING)
 def test_a_script_importing_a_refusing_extension_can_use_a_pool(tmp_path: Path,
                                                                 module: str) -> None:
@@ -262,9 +268,7 @@ def test_a_scripts_lambdas_and_nested_functions_run_with_its_globals(
         tmp_path: Path, pool: str) -> None:
     # As joblib and dask run them (multiprocessing cannot pickle them). Only
     # a closure is refused: what it captured would not cross.
-    script = tmp_path / "lambdas.py"
-    script.write_text(LAMBDAS_SCRIPT.format(fixtures=str(FIXTURES), pool=pool))
-    report = run_script(script)
+    report = run_script_of(LAMBDAS_SCRIPT, tmp_path / "lambdas.py", pool)
     assert report["lambda"] == [0, 3, 6, 9]
     assert report["nested"] == 15
     assert report["with_default"] == 4
@@ -306,8 +310,6 @@ def test_instances_of_a_scripts_classes_come_back_as_its_classes(
     # The worker knows the script as __mp_main__, so it names the class
     # __mp_main__.Point; here that name must find __main__.Point, as it does
     # for multiprocessing's results (the script does not import it).
-    script = tmp_path / "points.py"
-    script.write_text(SCRIPT_CLASS_RESULTS.format(fixtures=str(FIXTURES), pool=pool))
-    report = run_script(script)
+    report = run_script_of(SCRIPT_CLASS_RESULTS, tmp_path / "points.py", pool)
     assert report == {"one": [True, [1, 2]], "many": [True, True, True],
                       "values": [[0, 0], [1, 2], [2, 4]]}
