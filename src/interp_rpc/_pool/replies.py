@@ -3,6 +3,7 @@ encoded, means for the caller (a value, or the error to raise)."""
 
 from __future__ import annotations
 
+import types
 from concurrent.futures import CancelledError
 from typing import Any
 
@@ -34,8 +35,7 @@ def reply_value(status: int, kind: int, reply: bytes, worker: int, target: objec
         try:
             return wire.loads(reply)
         except Exception as exc:
-            raise ShareabilityError("return value", "unknown",
-                                    f"it could not be loaded here: {exc}") from None
+            raise unloadable_result_error(exc) from None
     name = targets.describe(target)
     if status == _core.STATUS_CANCELLED:
         raise CancelledError()
@@ -81,6 +81,29 @@ def remote_error(info: dict[str, Any], *, target: str, worker: int | None,
         item_index=item_index, contents=info.get("contents"), exceptions=exceptions or None)
     error.post_mortem = info.get("post_mortem")
     return error
+
+
+def unloadable_result_error(exc: Exception) -> ShareabilityError:
+    """A result that the worker pickled but that does not load here: most
+    often an instance of a class the workers have and this interpreter lacks
+    (defined by a %%parallel cell, by init=, or in a module only they import)."""
+    owner, name = getattr(exc, "obj", None), getattr(exc, "name", None)
+    if isinstance(exc, AttributeError) and isinstance(owner, types.ModuleType) and name:
+        cls = f"{owner.__name__}.{name}"
+        if owner.__name__ == "__main__":
+            fix = ("the workers' __main__ defines it (a %%parallel cell, init= or the script "
+                   "did) but this one does not: run its definition here too, or move it "
+                   "into a module that both import")
+        else:
+            fix = (f"this interpreter's {owner.__name__!r} has no {name!r}: the workers' "
+                   "copy of that module differs from this one")
+        return ShareabilityError("return value", cls, f"it holds an instance of {cls}, and "
+                                 f"{fix}")
+    if isinstance(exc, ModuleNotFoundError) and exc.name:
+        return ShareabilityError("return value", f"{exc.name}.*", f"it needs module "
+                                 f"{exc.name!r}, which the workers import and this "
+                                 "interpreter cannot: make it importable here too")
+    return ShareabilityError("return value", "unknown", f"it could not be loaded here: {exc}")
 
 
 def refusal(status: str | int, name: str) -> InterpRpcError:

@@ -13,7 +13,7 @@ import pooltasks
 import pytest
 from pooltasks import Box, Reduced, Slotted, WithState
 
-from interp_rpc import InterpreterPool, InterpRpcError, ShareabilityError
+from interp_rpc import InterpreterPool, InterpRpcError, ProcessPool, ShareabilityError
 from interp_rpc._worker import wire
 
 
@@ -265,6 +265,37 @@ def test_unshareable_return_value_in_a_map_names_the_item(module_pool: Interpret
     err = info.value
     assert err.item_index == 3
     assert err.argument_path == "return value['x']"
+
+
+# --------------------------------------------------------- classes the caller lacks
+
+
+WORKER_ONLY_CLASS = "class OnlyInWorkers:\n    pass\n\nINSTANCE = OnlyInWorkers()\n"
+
+
+@pytest.mark.parametrize("pool_class", [InterpreterPool, ProcessPool])
+def test_a_result_of_a_class_only_the_workers_define_says_where_to_define_it(
+        pool_class: type[InterpreterPool] | type[ProcessPool]) -> None:
+    # As a %%parallel cell or init= leaves it: the workers' __main__ has the
+    # class, the caller's does not.
+    with pool_class(workers=1, init=WORKER_ONLY_CLASS) as pool:
+        with pytest.raises(ShareabilityError) as info:
+            pool.call("pooltasks.main_attr", "INSTANCE")
+        err = info.value
+        assert err.value_type == "__main__.OnlyInWorkers"
+        assert "it holds an instance of __main__.OnlyInWorkers" in err.reason
+        assert "run its definition here too, or move it into a module" in err.reason
+        assert pool.call("pooltasks.add", 1, 1) == 2  # the worker serves on
+
+
+def test_a_result_of_a_module_only_the_workers_import_names_the_module(tmp_path: Path) -> None:
+    (tmp_path / "workers_only_module.py").write_text("class Thing:\n    pass\n")
+    init = f"import sys; sys.path.insert(0, {str(tmp_path)!r}); import workers_only_module"
+    with InterpreterPool(workers=1, init=init) as pool, pytest.raises(ShareabilityError) as info:
+        pool.call("workers_only_module.Thing")
+    assert info.value.value_type == "workers_only_module.*"
+    assert "it needs module 'workers_only_module', which the workers import" in (
+        info.value.reason)
 
 
 # --------------------------------------------------------- classes the worker lacks
