@@ -31,8 +31,10 @@ from interp_rpc.errors import TargetResolutionError
 # What a request carries: ("path", "pkg.module.Class.method"); for a
 # function sent by value, ("code", marshalled code, name, pickled defaults,
 # source of its cell, its module): see _by_value(); for a bound method,
-# ("pickled", its pickle, display name): see _bound_method() and _by_pickle().
-TargetSpec = tuple[str | bytes, ...]
+# ("pickled", its pickle, display name): see _bound_method() and _by_pickle();
+# for functools.partial of a function sent by value, ("partial", its spec,
+# display name, pickled arguments): see _partial_by_value().
+TargetSpec = tuple[Any, ...]
 
 _DEFINE_IN_WORKERS = (
     "define it with %%parallel (which runs the cell in every worker) or in a module that "
@@ -133,6 +135,10 @@ def normalize(target: object) -> tuple[TargetSpec, str]:
         return _normalize_path(target)
     if isinstance(target, Normalized):
         return target.spec, target.name
+    if type(target) is functools.partial:
+        spec = _partial_by_value(target)
+        if spec is not None:
+            return spec, describe(target)
     if type(target) is not types.FunctionType:  # plain functions have no owner to check
         if not callable(target):
             raise TargetResolutionError(
@@ -187,6 +193,25 @@ def _bound_method(method: Callable[..., Any]) -> TargetSpec | None:
             "function that takes the data it needs as arguments",
             target=name, failed_part=qualname) from None
     return ("pickled", data, describe(method))
+
+
+def _partial_by_value(target: functools.partial[Any]) -> TargetSpec | None:
+    """``functools.partial(f, ...)`` of a function ``f`` that crosses by value
+    (a lambda, a function defined in another): ``f``'s spec and the partial's
+    own arguments, pickled, for the worker to bind again. None when ``f``
+    crosses otherwise: the partial then pickles whole."""
+    fn, args, kwargs = unwrap_partial(target, (), {})
+    inner, _ = normalize(fn)
+    if inner[0] != "code":
+        return None
+    name = describe(target)
+    try:
+        bound = pickle.dumps((args, kwargs), protocol=5)
+    except Exception as exc:
+        raise TargetResolutionError(
+            f"target {name} binds arguments that cannot be sent to a worker ({exc}); pass "
+            "them with each call instead", target=name) from None
+    return ("partial", inner, name, bound)
 
 
 def _by_pickle(target: Callable[..., Any]) -> TargetSpec:

@@ -295,17 +295,24 @@ def _rebuild_function(code_bytes: bytes, qualname: str, defaults: bytes,
     return fn
 
 
-def resolve(spec: tuple[str, ...]) -> Callable[..., Any]:
+def resolve(spec: tuple[Any, ...]) -> Callable[..., Any]:
     if spec[0] == "pickled":
         # A bound method: its instance is the caller's state at this call,
         # so it is loaded afresh every time, never cached.
         return wire.loads(spec[1])  # type: ignore[no-any-return]
+    if spec[0] == "partial":
+        # Its bound arguments, like an instance, are loaded afresh; the
+        # function it binds is cached as any other.
+        import functools
+
+        args, kwargs = wire.loads(spec[3])
+        return functools.partial(resolve(spec[1]), *args, **kwargs)
     fn = _targets.get(spec)
     if fn is None:
         if spec[0] == "path":
             fn = _resolve_path(spec[1])
         elif spec[0] == "code":
-            fn = _rebuild_function(*spec[1:])  # type: ignore[arg-type]
+            fn = _rebuild_function(*spec[1:])
         else:
             raise TargetError(f"unknown target kind {spec[0]!r}", spec[0])
         _targets[spec] = fn

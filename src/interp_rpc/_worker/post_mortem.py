@@ -96,7 +96,7 @@ def _target_name(spec: tuple[Any, ...]) -> str:
         return "%%parallel"
     if spec[0] == "path":
         return str(spec[1])
-    if spec[0] == "code":  # a function sent by value: its qualified name
+    if spec[0] in ("code", "partial"):  # sent by value: its name
         return str(spec[2])
     return "a bound method"
 

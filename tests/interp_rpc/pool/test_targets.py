@@ -118,9 +118,13 @@ UNPICKLABLE_BOUND = Holder().handle
         (pooltasks.make_shifter(), (2,), 102),
         (pooltasks.decorated_double, (21,), 42),  # a closure its name finds
         (lazymodule.plus, (1,), 6),  # its module's __getattr__ raises ImportError
+        (functools.partial(lambda a, b: a * b, 3), (2,), 6),
+        (functools.partial(functools.partial(lambda a, b, c=0: a + b + c, c=100), 10), (1,), 111),
+        (functools.partial(pooltasks.make_shifter()), (2,), 102),
     ],
     ids=["nested-function", "module-level-lambda", "inline-lambda", "lambda-with-defaults",
-         "lambda-in-a-module", "nested-in-a-module", "decorated", "lazy-module"],
+         "lambda-in-a-module", "nested-in-a-module", "decorated", "lazy-module",
+         "partial-of-a-lambda", "partial-of-a-partial", "partial-of-a-nested-function"],
 )
 def test_functions_without_a_path_cross_by_value(
         module_pool: InterpreterPool, target: Callable[..., Any], args: tuple[Any, ...],
@@ -130,6 +134,13 @@ def test_functions_without_a_path_cross_by_value(
     assert module_pool.call(target, *args) == expected
     assert module_pool.submit(target, *args).result(timeout=30) == expected
     assert list(module_pool.map(target, [args[0]] * 3)) == [expected] * 3
+
+
+def test_a_partial_binding_what_cannot_cross_says_so(module_pool: InterpreterPool) -> None:
+    target = functools.partial(lambda lock, x: x, threading.Lock())
+    with pytest.raises(TargetResolutionError) as info:
+        list(module_pool.map(target, [1]))
+    assert "binds arguments that cannot be sent to a worker" in str(info.value)
 
 
 def test_a_lambda_using_a_global_its_module_lacks_in_the_worker_says_so(
@@ -277,14 +288,14 @@ def test_callables_users_pass_to_map_work_as_with_multiprocessing(
 
 def test_a_callable_object_that_cannot_be_sent_says_why(module_pool: InterpreterPool) -> None:
     with pytest.raises(TargetResolutionError) as info:
-        list(module_pool.map(functools.partial(LAMBDA, 1), [1]))
+        list(module_pool.map(functools.partial(pooltasks.add, threading.Lock()), [1]))
     assert "has no name a worker could import it by, and it cannot be sent by value" in str(
         info.value)
     assert "define it at module level" in str(info.value)
 
 
 def test_a_callable_objects_name_is_its_repr(module_pool: InterpreterPool) -> None:
-    target = functools.partial(LAMBDA, 1)
+    target = functools.partial(pooltasks.add, threading.Lock())
     with pytest.raises(TargetResolutionError) as info:
         list(module_pool.map(target, [1]))
     assert info.value.target == repr(target)
