@@ -119,6 +119,22 @@ def test_a_notebook_function_travels_by_value(run: Run) -> None:
     assert InteractiveShell.instance().user_ns["found"] == [0, -1, -2]
 
 
+def test_a_notebook_lambda_and_partial_are_map_targets(run: Run) -> None:
+    # As under joblib and dask's own client.map.
+    ran = run("import functools\n"
+              "from interp_rpc.notebook import current_pool\n"
+              "doubled = list(current_pool().map(lambda v: 2 * v, range(4)))\n"
+              "def nested():\n"
+              "    def power(base, exponent):\n"
+              "        return base ** exponent\n"
+              "    return power\n"
+              "squared = list(current_pool().map(functools.partial(nested(), exponent=2), "
+              "range(4)))\n")
+    assert ran.error is None, ran.shown
+    assert InteractiveShell.instance().user_ns["doubled"] == [0, 2, 4, 6]
+    assert InteractiveShell.instance().user_ns["squared"] == [0, 1, 4, 9]
+
+
 def test_errors_collect(shell: InteractiveShell, run: Run) -> None:
     check_errors_collect(shell, run)
 
