@@ -23,6 +23,7 @@ import os
 import pickle
 import sys
 import types
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -157,8 +158,10 @@ def normalize(target: object) -> tuple[TargetSpec, str]:
     if module == "__main__" and main_module_spec() is None:
         return _by_value(target), name
     if (type(target) is types.FunctionType and target.__closure__ is None
-            and isinstance(module, str) and not _found_by_name(target, module)):
-        return _by_value(target, module), name  # a lambda, a function defined in a function
+            and "<" in target.__qualname__ and isinstance(module, str)):
+        # A lambda, a function defined in a function: no name finds it. (The
+        # check costs a tiny call nothing, where a lookup of the name would.)
+        return _by_value(target, module), name
     return ("path", _reference_of(target, name)), name
 
 
@@ -250,7 +253,29 @@ def _by_value(fn: Callable[..., Any], module: str = "__main__") -> TargetSpec:
         raise TargetResolutionError(
             f"target {name!r} has default argument values that cannot cross ({exc}); "
             f"{_DEFINE_IN_WORKERS}", target=name) from None
-    return ("code", marshal.dumps(code), fn.__qualname__, defaults, _cell_source(code), module)
+    marshalled, source = _code_parts(code)
+    return ("code", marshalled, fn.__qualname__, defaults, source, module)
+
+
+#: _code_parts() by code object, each entry dropped with its code. Keyed by
+#: identity: code objects compare equal across cells (the filename, which
+#: names the cell, is not compared).
+_code_parts_cache: dict[int, tuple[weakref.ref[types.CodeType], bytes, str]] = {}
+
+
+def _code_parts(code: types.CodeType) -> tuple[bytes, str]:
+    """A function's code as it crosses, marshalled, and its cell's source:
+    made once per code object, since a loop of tiny calls to one lambda
+    would otherwise pay for both at every call (defaults, which may change,
+    are pickled each time)."""
+    key = id(code)
+    cached = _code_parts_cache.get(key)
+    if cached is not None and cached[0]() is code:
+        return cached[1], cached[2]
+    parts = marshal.dumps(code), _cell_source(code)
+    _code_parts_cache[key] = (weakref.ref(code, lambda _: _code_parts_cache.pop(key, None)),
+                              *parts)
+    return parts
 
 
 def _cell_source(code: types.CodeType) -> str:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import gc
+import marshal
 import operator
 import threading
 from collections.abc import Callable
@@ -15,6 +17,7 @@ import pytest
 from mypkg.mymodule import MyClass
 
 from interp_rpc import InterpreterPool, InterpRpcError, TargetResolutionError
+from interp_rpc._pool import targets
 
 
 def test_dotted_path_to_a_module_function(module_pool: InterpreterPool) -> None:
@@ -301,3 +304,27 @@ def test_a_callable_objects_name_is_its_repr(module_pool: InterpreterPool) -> No
     assert info.value.target == repr(target)
     assert module_pool.call(str.upper, "x") == "X"
     assert module_pool.call_records()[-1].target == "builtins.str.upper"
+
+
+def test_code_sent_by_value_is_made_once_per_code_object_and_never_mixed_up() -> None:
+    # Code objects of two cells with the same text compare equal, though
+    # their filenames (the cells) differ: each must cross as its own.
+    first: dict[str, Any] = {"__name__": "cells"}
+    second: dict[str, Any] = {"__name__": "cells"}
+    exec(compile("f = lambda x: x + 1", "<cell 1>", "exec"), first)
+    exec(compile("f = lambda x: x + 1", "<cell 2>", "exec"), second)
+    assert first["f"].__code__ == second["f"].__code__
+    spec_1, _ = targets.normalize(first["f"])
+    spec_2, _ = targets.normalize(second["f"])
+    assert marshal.loads(spec_1[1]).co_filename == "<cell 1>"
+    assert marshal.loads(spec_2[1]).co_filename == "<cell 2>"
+    assert targets.normalize(first["f"])[0][1] is spec_1[1]  # made once
+    # Dropped with the code: a loop of fresh lambdas leaves nothing behind.
+    before = len(targets._code_parts_cache)
+    for i in range(100):
+        scope: dict[str, Any] = {"__name__": "cells"}
+        exec(compile(f"g = lambda x: x * {i}", f"<loop {i}>", "exec"), scope)
+        targets.normalize(scope["g"])
+        del scope
+    gc.collect()
+    assert len(targets._code_parts_cache) <= before + 1
