@@ -139,6 +139,12 @@ def test_functions_without_a_path_cross_by_value(
     assert list(module_pool.map(target, [args[0]] * 3)) == [expected] * 3
 
 
+def test_a_closure_in_a_module_whose_getattr_raises_is_refused_clearly(
+        module_pool: InterpreterPool) -> None:
+    with pytest.raises(TargetResolutionError, match="is a closure"):
+        module_pool.call(lazymodule.logged_plus, 1)
+
+
 def test_a_partial_binding_what_cannot_cross_says_so(module_pool: InterpreterPool) -> None:
     target = functools.partial(lambda lock, x: x, threading.Lock())
     with pytest.raises(TargetResolutionError) as info:
