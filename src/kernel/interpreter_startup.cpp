@@ -184,7 +184,7 @@ void interpreter::start_import() {
 }
 
 void interpreter::wait_for_import() {
-  bool imported = false;
+  bool interrupted = false;
   {
     py::gil_scoped_release release;
     interrupter::cancellable_wait cancellable(
@@ -192,13 +192,15 @@ void interpreter::wait_for_import() {
     pollfd fds[] = {{m_import_done.fd(), POLLIN, 0}, {m_interrupter.cancel_fd(), POLLIN, 0}};
     while (::poll(fds, 2, -1) < 0 && errno == EINTR) {
     }
-    imported = (fds[0].revents & POLLIN) != 0;
+    // Not which descriptor the poll saw: an import done before this cell took
+    // the GIL is readable with the Ctrl-C the cell kept meanwhile.
+    interrupted = cancellable.end();
   }
   if (m_interrupter.stopping()) {
     PyErr_SetString(PyExc_RuntimeError, "the kernel is stopping; IPython was not started");
     throw py::error_already_set();
   }
-  if (!imported) {
+  if (interrupted) {
     PyErr_SetString(PyExc_KeyboardInterrupt, "interrupted while IPython was starting");
     throw py::error_already_set();
   }

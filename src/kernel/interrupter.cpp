@@ -169,20 +169,33 @@ interrupter::cancellable_wait::cancellable_wait(interrupter& owner, kept_interru
   m_owner.m_waiting = true;
   m_owner.publish_may_trip();
   m_owner.m_cancel.drain();  // an interrupt of an earlier wait
+  m_owner.m_wait_cancelled = false;
   if (m_owner.m_kept && kept == kept_interrupt::ends_it) {
     m_owner.m_kept = false;
+    m_owner.m_wait_cancelled = true;
     m_owner.m_cancel.notify();
   }
   if (m_owner.m_stopping) {
+    m_owner.m_wait_cancelled = true;
     m_owner.m_cancel.notify();
   }
 }
 
 interrupter::cancellable_wait::~cancellable_wait() {
+  if (!m_ended) {
+    end();
+  }
+}
+
+bool interrupter::cancellable_wait::end() {
   std::lock_guard lock(m_owner.m_mutex);
+  m_ended = true;
   m_owner.m_waiting = false;
   m_owner.publish_may_trip();
   m_owner.m_cancel.drain();
+  const bool cancelled = m_owner.m_wait_cancelled;
+  m_owner.m_wait_cancelled = false;
+  return cancelled;
 }
 
 void interrupter::stop() {
@@ -212,6 +225,7 @@ bool interrupter::interrupt() {
     PyErr_SetInterrupt();
   }
   if (m_waiting) {
+    m_wait_cancelled = true;
     m_cancel.notify();
   }
   if (in_window) {

@@ -133,12 +133,20 @@ class interrupter {
    public:
     enum class kept_interrupt { ends_it, waits };
     explicit cancellable_wait(interrupter& owner, kept_interrupt kept = kept_interrupt::waits);
+    // Ends the wait (if end() did not).
     ~cancellable_wait();
     cancellable_wait(const cancellable_wait&) = delete;
     cancellable_wait& operator=(const cancellable_wait&) = delete;
 
+    // Ends the wait and says whether an interrupt or the stop came during it,
+    // even if what it waited for came too (the poll saw both): the user's
+    // Ctrl-C wins. An interrupt from here on finds no wait: the execution
+    // keeps it or a window raises it, so none is lost in between.
+    bool end();
+
    private:
     interrupter& m_owner;
+    bool m_ended = false;
   };
   int cancel_fd() const noexcept { return m_cancel.fd(); }
 
@@ -179,6 +187,7 @@ class interrupter {
   int m_ended_depth = 0;  // the window whose code has ended in an error; 0: none
   bool m_held = false;  // an interrupt held back (see report_scope)
   bool m_waiting = false;  // in a cancellable wait
+  bool m_wait_cancelled = false;  // an interrupt or the stop came during it
   bool m_executing = false;  // an execution is alive
   bool m_kept = false;  // an interrupt kept for the execution's next window
   bool m_stopping = false;

@@ -31,17 +31,36 @@ class SlowIPythonImports:
 sys.meta_path.insert(0, SlowIPythonImports)
 """
 
-# A loaded machine's other way to delay a first cell: IPython's import keeps
-# the GIL while the cell is announced. The loader waits (GIL released) until
-# the test writes HOLD into the switch file, then spins in Python without
-# letting another thread in (a huge switch interval; reading an mmap never
-# releases the GIL) until the test writes RELEASE.
+# A loaded machine's other way to delay a first cell: the loader thread that
+# imports IPython keeps the GIL while the cell is announced. The loader waits
+# (GIL released) until the test writes HOLD into the switch file, then spins
+# in Python without letting another thread in (a huge switch interval; reading
+# an mmap never releases the GIL) until the test writes RELEASE. It holds the
+# GIL where the test says:
+# - "during": as it starts importing IPython. Once released, the cell takes
+#   the GIL when the import next lets go of it, mid-import or at its end.
+# - "after": with IPython imported and the import announced done, before the
+#   thread ends. The cell then finds the import done and its Ctrl-C kept.
 HOLD, RELEASE = 1, 2
 GIL_HOLDING_IPYTHON_SITECUSTOMIZE = """
-import mmap, sys, time
+import mmap, sys, threading, time
 
 SWITCH = {switch!r}
 HOLDING = {holding!r}
+WHERE = {where!r}
+
+def hold_the_gil():
+    with open(SWITCH, "r+b") as file:
+        switch = mmap.mmap(file.fileno(), 1)
+    deadline = time.monotonic() + 120
+    while switch[0] != {hold} and time.monotonic() < deadline:
+        time.sleep(0.01)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e6)
+    open(HOLDING, "w").close()
+    while switch[0] != {release} and time.monotonic() < deadline:
+        pass
+    sys.setswitchinterval(interval)
 
 class GILHoldingIPythonImport:
     @staticmethod
@@ -49,20 +68,22 @@ class GILHoldingIPythonImport:
         if name != "IPython":
             return None
         sys.meta_path.remove(GILHoldingIPythonImport)
-        with open(SWITCH, "r+b") as file:
-            switch = mmap.mmap(file.fileno(), 1)
-        deadline = time.monotonic() + 120
-        while switch[0] != {hold} and time.monotonic() < deadline:
-            time.sleep(0.01)
-        interval = sys.getswitchinterval()
-        sys.setswitchinterval(1e6)
-        open(HOLDING, "w").close()
-        while switch[0] != {release} and time.monotonic() < deadline:
-            pass
-        sys.setswitchinterval(interval)
+        hold_the_gil()
         return None
 
-sys.meta_path.insert(0, GILHoldingIPythonImport)
+run = threading.Thread.run
+
+def run_then_hold_the_gil(self):
+    try:
+        run(self)
+    finally:
+        if self.name == "interp-rpc-import":
+            hold_the_gil()
+
+if WHERE == "during":
+    sys.meta_path.insert(0, GILHoldingIPythonImport)
+else:
+    threading.Thread.run = run_then_hold_the_gil
 """
 
 
@@ -95,17 +116,19 @@ def slow_import_kernel(tmp_path: Path) -> Iterator[tuple[Kernel, Path]]:
     yield from logged(tmp_path, env=env)
 
 
-@pytest.fixture
-def gil_holding_import_kernel(tmp_path: Path) -> Iterator[tuple[Kernel, Path, Path]]:
-    """A logged kernel whose import of IPython holds the GIL between the
-    test's HOLD and RELEASE (see GIL_HOLDING_IPYTHON_SITECUSTOMIZE); also
-    yields the switch file."""
+@pytest.fixture(params=["during", "after"])
+def gil_holding_import_kernel(
+        tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[Kernel, Path, Path]]:
+    """A logged kernel whose loader thread holds the GIL between the test's
+    HOLD and RELEASE, during IPython's import or after it (see
+    GIL_HOLDING_IPYTHON_SITECUSTOMIZE); also yields the switch file."""
     site = tmp_path / "site"
     site.mkdir()
     switch = tmp_path / "switch"
     switch.write_bytes(b"\0")
     (site / "sitecustomize.py").write_text(GIL_HOLDING_IPYTHON_SITECUSTOMIZE.format(
-        switch=str(switch), holding=str(tmp_path / "holding"), hold=HOLD, release=RELEASE))
+        switch=str(switch), holding=str(tmp_path / "holding"), where=request.param,
+        hold=HOLD, release=RELEASE))
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), env.get("PYTHONPATH")]))
     kernels = logged(tmp_path, env=env)
@@ -245,9 +268,11 @@ def test_interrupt_while_ipython_is_imported(slow_import_kernel: tuple[Kernel, P
 def test_interrupt_while_the_first_cell_waits_for_the_gil(
         gil_holding_import_kernel: tuple[Kernel, Path, Path]) -> None:
     # The cell is announced (execute_input), then waits for the GIL that
-    # IPython's import holds; the interrupt comes and is answered meanwhile.
-    # It is the cell's, as if it had come a moment later: the cell ends with
-    # a KeyboardInterrupt once the import lets go, and does not run.
+    # the loader holds; the interrupt comes and is answered meanwhile. It is
+    # the cell's, as if it had come a moment later: the cell ends with a
+    # KeyboardInterrupt once the loader lets go, and does not run, whether
+    # IPython's import was still running then or was done ("after": it was
+    # lost, and the cell ran).
     kernel, log, switch = gil_holding_import_kernel
     flip(switch, HOLD)
     holding = switch.parent / "holding"
