@@ -71,6 +71,19 @@ def _output_relay(queue_id: int) -> Any:
         _output_relay_module = _load_sibling("output_relay.py", "_interp_rpc_worker_output_relay")
     return _output_relay_module.OutputRelay(queue_id, output_transport)
 
+# _worker_cell_result, loaded by the first %%parallel cell that has a result.
+_cell_result_module: ModuleType | None = None
+
+
+def _cell_result_text(value: Any) -> str:
+    """What a %%parallel cell's result shows (see cell_result.py)."""
+    global _cell_result_module
+    if _cell_result_module is None:
+        _cell_result_module = _load_sibling("cell_result.py", "_interp_rpc_worker_cell_result")
+    text: str = _cell_result_module.result_text(value)
+    return text
+
+
 #: The engine's column packer (core/packed_column.hpp), which the engine puts
 #: in a subinterpreter worker's module before running it; None in a worker
 #: process, which pickles its results as they are.
@@ -563,7 +576,8 @@ def run_cell(source: str, filename: str = "<parallel cell>",
     goes into linecache, so tracebacks show its lines; targets resolved from
     names the cell (re)binds are forgotten, so a redefinition takes effect
     at once. As in IPython, a last statement that is an expression is the
-    cell's result (its repr, unless it is None or the cell ends with ";").
+    cell's result (its repr, bounded, unless it is None or the cell ends with
+    ";").
     """
     import ast
     import contextlib
@@ -594,7 +608,7 @@ def run_cell(source: str, filename: str = "<parallel cell>",
             if last is not None:
                 value = eval(compile(last, filename, "eval"), main)
                 if value is not None:
-                    result = repr(value)
+                    result = _cell_result_text(value)
     except BaseException as exc:
         error = _failure(exc, skip_frames=1)
     finally:

@@ -24,6 +24,7 @@ from interp_rpc import (
     ShareabilityError,
     TargetResolutionError,
 )
+from interp_rpc._worker.cell_result import MAX_ITEMS
 from interp_rpc.notebook import ParallelCellError, current_pool
 
 
@@ -397,6 +398,14 @@ def test_a_result_several_lines_long_starts_below_its_heading(run: Run) -> None:
     ran = run("%%parallel --targets 1\nclass Tall:\n    def __repr__(self):\n"
               "        return 'one\\ntwo'\nTall()\n")
     assert ran.out == "Out[worker 1]:\none\ntwo\n", ran.shown
+
+
+def test_a_long_result_is_abbreviated_in_the_worker_as_ipython_abbreviates(run: Run) -> None:
+    # Each worker sends a bounded text, not the whole repr of ten million items.
+    ran = run("%%parallel\nlist(range(10**7))\n")
+    assert ran.error is None, ran.shown
+    shown = "[" + ", ".join(map(str, range(MAX_ITEMS))) + ", ...]"
+    assert ran.out == f"Out[workers 0-1]: {shown}\n", ran.shown[:200]
 
 
 def test_the_result_comes_after_the_output_and_before_nothing_of_a_failure(run: Run) -> None:
