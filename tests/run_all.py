@@ -21,7 +21,8 @@ Options (anything else goes to pytest):
     step fails on any sanitizer report, from any of its processes.
 ``--repeat N``
     only pytest, N times in a row, stopping at the first failing run: the way
-    to show that a test is not flaky.
+    to show that a test is not flaky. With ``--sanitize``, the C++ tests once,
+    then the sanitizer's Python steps N times.
 ``--load``
     run the steps next to a CPU hog, one busy process per usable core, as on a
     busy machine or a shared CI runner.
@@ -239,11 +240,17 @@ def steps_of(options: Options, build_dir: str) -> list[Step]:
     # The complete run, in two halves side by side; a subset as asked.
     whole = [pytest] if options.pytest_args else pytest_halves(pytest)
     if options.sanitize:
+        python: list[Step] = [
+            (step.name, step.argvs, step.env, step.reports)
+            for step in python_steps(options.sanitize, build_dir, sys.executable,
+                                     options.pytest_args)]
         steps: list[Step] = [(f"C++ tests under {options.sanitize} sanitizer", [ctest], {}, None)]
-        for step in python_steps(options.sanitize, build_dir, sys.executable,
-                                 options.pytest_args):
-            steps.append((step.name, step.argvs, step.env, step.reports))
-        return steps
+        if options.repeat == 1:
+            return steps + python
+        # The C++ tests once; each run is every Python step in turn.
+        return steps + [(f"{name}, run {n}/{options.repeat}", argvs, env, reports)
+                        for n in range(1, options.repeat + 1)
+                        for name, argvs, env, reports in python]
     if options.repeat > 1:
         return [(f"pytest run {n}/{options.repeat}", whole, {}, None)
                 for n in range(1, options.repeat + 1)]
@@ -281,11 +288,7 @@ def main(args: list[str]) -> int:
 
     print("\n=== summary")
     if options.repeat > 1:
-        passed = sum(result.ok for result in results)
-        if passed == options.repeat:
-            print(f"  ok      pytest, {options.repeat} runs in a row")
-        else:
-            print(f"  FAILED  pytest run {passed + 1} of {options.repeat}, after {passed} passing")
+        print_repeat_summary(options.repeat, results, len(steps) - len(results))
     else:
         for result in results:
             print(f"  {'ok    ' if result.ok else 'FAILED'}  {result.name}")
@@ -293,6 +296,25 @@ def main(args: list[str]) -> int:
     for result in results:
         print_failures(result.failures)
     return 0 if all(result.ok for result in results) and results else 1
+
+
+def print_repeat_summary(repeat: int, results: list[StepResult], not_run: int) -> None:
+    """Whether every run passed, or which run failed. A run is every step
+    repeated (the steps named "run n/N"); a step run once before them (the
+    sanitizer run's C++ tests) is reported on its own line."""
+    repeated = [result for result in results if result.name.endswith(f"/{repeat}")]
+    for result in results:
+        if not result.name.endswith(f"/{repeat}"):
+            print(f"  {'ok    ' if result.ok else 'FAILED'}  {result.name}")
+    failed = next((result for result in repeated if not result.ok), None)
+    if failed is None and not not_run:
+        print(f"  ok      pytest, {repeat} runs in a row")
+    elif failed is None:
+        print("  FAILED  the repeated runs did not start")
+    else:
+        run = failed.name.rpartition("run ")[2].partition("/")[0]
+        print(f"  FAILED  {failed.name}: run {run} of {repeat}, "
+              f"after {int(run) - 1} passing")
 
 
 def print_failures(failures: list[str]) -> None:

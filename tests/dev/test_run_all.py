@@ -141,3 +141,32 @@ def test_only_the_rss_measuring_suites_run_without_quarantine_and_fake_stacks() 
         if "RSS" not in name:
             assert "quarantine_size_mb" not in env["ASAN_OPTIONS"], name
             assert "detect_stack_use_after_return" not in env["ASAN_OPTIONS"], name
+
+
+def test_a_sanitizer_run_repeats_every_python_step_and_the_cpp_tests_once() -> None:
+    # It ran them once and then reported "run 3 of 6, after 2 passing".
+    once = sanitized_steps("address")
+    options = run_all.parse(["--sanitize=address", "--repeat", "3"])
+    names = [name for name, _, _, _ in run_all.steps_of(options, "b")]
+    python = [name for name, _, _ in once[1:]]
+    assert names == [once[0][0]] + [f"{name}, run {n}/3" for n in (1, 2, 3) for name in python]
+
+
+def summary(repeat: int, outcomes: list[tuple[str, bool]], not_run: int,
+            capsys: pytest.CaptureFixture[str]) -> str:
+    run_all.print_repeat_summary(
+        repeat, [run_all.StepResult(name, ok) for name, ok in outcomes], not_run)
+    return capsys.readouterr().out
+
+
+def test_the_repeat_summary_names_the_failing_run(capsys: pytest.CaptureFixture[str]) -> None:
+    passed = summary(2, [("C++", True), ("a, run 1/2", True), ("b, run 1/2", True),
+                         ("a, run 2/2", True), ("b, run 2/2", True)], 0, capsys)
+    assert passed == "  ok      C++\n  ok      pytest, 2 runs in a row\n"
+    failed = summary(3, [("C++", True), ("a, run 1/3", True), ("b, run 1/3", True),
+                         ("a, run 2/3", False)], 3, capsys)
+    assert failed.endswith("  FAILED  a, run 2/3: run 2 of 3, after 1 passing\n"), failed
+    plain = summary(3, [("pytest run 1/3", False)], 2, capsys)
+    assert plain == "  FAILED  pytest run 1/3: run 1 of 3, after 0 passing\n"
+    cpp_failed = summary(2, [("C++", False)], 4, capsys)
+    assert cpp_failed == "  FAILED  C++\n  FAILED  the repeated runs did not start\n"
