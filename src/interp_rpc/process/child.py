@@ -127,9 +127,17 @@ def serve(requests: int, replies: int, lifeline: int, files_fd: int) -> None:
             started = clock()
             kind, reply, deserialize_ns, result_ns = worker.execute(
                 memoryview(parts[0]), [memoryview(p) for p in parts[1:]])
+            # Parts in the pool's shared segments arrive as memoryviews.
+            in_segments = any(type(part) is memoryview for part in parts)
             del parts
             meta = REPLY_META.pack(kind, deserialize_ns, result_ns, started, clock())
             buffers = out_of_band.buffers if kind == returned else []
+            if in_segments:
+                # Arguments over the pool's segments (cheap to let go: the
+                # segments hold their memory) go before the reply, which
+                # then tells the pool the segments are free: its next call
+                # reuses them rather than fill new memory.
+                worker.after_reply.clear()
             send(tag, [meta, reply, *buffers])
             del reply
             out_of_band.buffers.clear()  # the result itself can go now

@@ -151,6 +151,20 @@ def test_large_parts_cross_as_memory_files_that_the_pool_reuses(
     assert memory_file_ids_of(worker) == set()
 
 
+def test_a_large_arguments_segment_serves_the_very_next_call(make_process_pool: Any) -> None:
+    """The reply says the argument's segment is free: the next call's
+    argument goes into it, not into new memory (it went into a new segment,
+    the release coming only with the reply after)."""
+    before = memory_file_ids()
+    pool = make_process_pool(workers=1)
+    assert pool.call("processtasks.add_in_place", numpy.ones(LARGE), 1.0) == 2.0 * LARGE
+    segments = memory_file_ids() - before
+    for value in (2.0, 3.0):
+        assert pool.call("processtasks.add_in_place", numpy.ones(LARGE), value) \
+            == (1.0 + value) * LARGE
+        assert memory_file_ids() - before == segments
+
+
 def test_an_argument_still_held_keeps_its_segment(make_process_pool: Any) -> None:
     """The worker keeps a large argument: the next one of the same size
     must not be written over it."""
