@@ -10,7 +10,9 @@ interleaved so that a slow moment of the machine falls on all of them):
 - ``bytes argument`` / ``bytes result``: 1 KiB to 256 MiB crossing one way,
   plus a ``memoryview`` argument, and ``str`` and ``bytearray`` results;
 - ``float list`` / ``int list``, as argument and as result: 10^3 to 10^7
-  numbers (2^20 is the acceptance row);
+  numbers (2^20 is the acceptance row). The argument's list is made once in
+  the caller, the result's once in each worker (which returns it again):
+  both time the crossing, not the making;
 - ``Ctrl-C``: interp-rpc alone, Ctrl-C a third of the way into a map of 10^7 items:
   the time until KeyboardInterrupt, and until the pool answers again;
 - ``workers``: W = 1 to 64, each sample in a fresh process: the time until
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import _thread
 import argparse
+import concurrent.futures
 import contextlib
 import datetime
 import functools
@@ -129,11 +132,15 @@ def rounds_for(size_bytes: int, rounds: int) -> int:
 
 
 def measure_rows(rows: list[Row], runs: dict[str, Callable[[Row], Any]], rounds: int,
-                 check: Callable[[Row, Any], None], weight: Callable[[Row], int]) -> None:
+                 check: Callable[[Row, Any], None], weight: Callable[[Row], int],
+                 warm_every_worker: Callable[[Row], bool] = lambda row: False) -> None:
+    """``warm_every_worker(row)``: warm that row in every worker, not once."""
     for row in rows:
         for name, run in runs.items():  # warm each size once: first pages, imports
             if run_allowed(row, name):
-                check(row, run(row))
+                for value in (on_every_worker(run, row) if warm_every_worker(row)
+                              else [run(row)]):
+                    check(row, value)
         for _ in range(rounds_for(weight(row), rounds)):
             for name, run in runs.items():
                 if run_allowed(row, name):
@@ -142,6 +149,13 @@ def measure_rows(rows: list[Row], runs: dict[str, Callable[[Row], Any]], rounds:
                     row.seconds.setdefault(name, []).append(seconds)
                     del value
         print(f"  {row.axis}: {row.label}", file=sys.stderr, flush=True)
+
+
+def on_every_worker(run: Callable[[Row], Any], row: Row) -> list[Any]:
+    """W runs at once, from W threads: each of the W workers takes one (a
+    worker runs one call at a time, and each of these takes a while)."""
+    with concurrent.futures.ThreadPoolExecutor(WORKERS) as threads:
+        return list(threads.map(lambda _: run(row), range(WORKERS)))
 
 
 def run_allowed(row: Row, name: str) -> bool:
@@ -219,7 +233,8 @@ def number_rows(sizes: list[int], calls: dict[str, Run], rounds: int) -> list[Ro
             if (kind, row.size) not in lists:  # made once, outside the timed calls
                 lists[kind, row.size] = make(kind, row.size)
             return call(workloads.count, (lists[kind, row.size],))
-        target = workloads.floats if kind == "float" else workloads.ints
+        # A list the worker holds: the crossing, not the making (see held_floats).
+        target = workloads.held_floats if kind == "float" else workloads.held_ints
         return call(target, (row.size,))
 
     def check(row: Row, value: Any) -> None:
@@ -230,7 +245,8 @@ def number_rows(sizes: list[int], calls: dict[str, Run], rounds: int) -> list[Ro
                 float if row.axis.startswith("float") else int)
 
     measure_rows(rows, {name: bind(run, call) for name, call in calls.items()},
-                 rounds, check, lambda row: row.size * 8)
+                 rounds, check, lambda row: row.size * 8,
+                 warm_every_worker=lambda row: row.axis.endswith("result"))
     return rows
 
 

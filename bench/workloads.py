@@ -10,6 +10,7 @@ blur the times it is used to measure.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 
@@ -106,6 +107,30 @@ def floats(items: int) -> list[float]:
 def ints(items: int) -> list[int]:
     """A new list of ``items`` ints (beyond the small-int cache), to cross as a result."""
     return [i * 7919 for i in range(items)]
+
+
+#: The list of each kind a worker holds (see held_floats): one per kind, so
+#: a worker keeps at most one float and one int list, of the last size asked.
+_held: dict[str, list[Any]] = {}
+
+
+def _held_list(kind: str, items: int, make: Callable[[int], list[Any]]) -> list[Any]:
+    held = _held.get(kind)
+    if held is None or len(held) != items:
+        held = _held[kind] = make(items)
+    return held
+
+
+def held_floats(items: int) -> list[float]:
+    """floats(items), made by this worker's first call for that size and
+    returned by the next ones: what crosses as a result, without the making,
+    as the argument rows' list is made once in the caller."""
+    return _held_list("float", items, floats)
+
+
+def held_ints(items: int) -> list[int]:
+    """ints(items), as held_floats() holds floats."""
+    return _held_list("int", items, ints)
 
 
 def count(values: list[Any]) -> int:
