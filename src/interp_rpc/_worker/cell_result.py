@@ -31,7 +31,10 @@ _RECURSION: dict[type, str] = {
 
 
 def result_text(value: Any) -> str:
-    text = _text(value, set())
+    try:
+        text = _text(value, set())
+    except RecursionError:  # nested deeper than this module's recursion goes
+        text = repr(value)
     if len(text) > MAX_CHARACTERS:
         text = (f"{text[:MAX_CHARACTERS]}\n... cut here: the result's text is "
                 f"{len(text):,} characters long")

@@ -5,6 +5,7 @@ than a worker sends; then abbreviated as IPython abbreviates, or cut."""
 from __future__ import annotations
 
 import collections
+import sys
 from typing import Any
 
 from hypothesis import given
@@ -39,6 +40,13 @@ def test_containers_inside_themselves_are_written_as_repr_writes_them() -> None:
     wrapped.append(pair)
     for value in (inside, mapping, pair, [inside, inside]):
         assert result_text(value) == repr(value)
+
+
+def test_nesting_deeper_than_python_recursion_still_gives_the_repr() -> None:
+    deep: list[Any] = []
+    for _ in range(sys.getrecursionlimit() + 100):
+        deep = [deep]
+    assert result_text(deep) == repr(deep)
 
 
 def test_subclasses_keep_their_own_repr() -> None:
