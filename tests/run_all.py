@@ -8,9 +8,11 @@ failure (pytest's exit code 5, ctest's ``--no-tests=error``).
 The complete pytest run (no pytest arguments) goes as two pytest processes
 side by side, each on whole directories (``PYTEST_HALVES``): most tests wait
 (for kernels, browsers, clusters and sleeps) rather than compute, so the two
-halves take little more than the longer one. Each half's lines are shown as
-they come, prefixed with its name; a half that fails is shown again in full at
-the end.
+halves take little more than the longer one. A selection of whole
+directories alone (``./dev test tests/kernel``) goes the same way, its test
+files split in two; any other selection runs in one pytest. Each half's
+lines are shown as they come, prefixed with its name; a half that fails is
+shown again in full at the end.
 
 Options (anything else goes to pytest):
 
@@ -135,9 +137,34 @@ def pytest_halves(pytest: list[str]) -> list[list[str]]:
     if missing:
         raise UsageError(f"FIRST_HALF names directories that do not exist: {missing}")
     second = [d for d in test_directories() if d not in first]
-    return [[*pytest, "-o", f"cache_dir=.pytest_cache/{n}", f"--durations={SLOWEST_LISTED}",
-             *half]
-            for n, half in enumerate((first, second), start=1)]
+    return [half_command(pytest, n, half) for n, half in enumerate((first, second), start=1)]
+
+
+def half_command(pytest: list[str], n: int, paths: list[str]) -> list[str]:
+    """Half ``n``'s pytest command on ``paths``."""
+    return [*pytest, "-o", f"cache_dir=.pytest_cache/{n}", f"--durations={SLOWEST_LISTED}",
+            *paths]
+
+
+def directory_halves(pytest: list[str], paths: list[str]) -> list[list[str]] | None:
+    """A selection of whole directories (``tests/kernel``, and nothing else)
+    as two commands on disjoint halves of their test files, balanced by the
+    files' sizes, side by side as the complete run's halves; None for any
+    other selection, or one of fewer than two test files. Kernel tests
+    mostly wait: two halves take little more than the longer one."""
+    if not paths or not all(Path(path).is_dir() for path in paths):
+        return None
+    files = sorted({file for path in paths for file in Path(path).rglob("test_*.py")},
+                   key=lambda file: (-file.stat().st_size, str(file)))
+    if len(files) < 2:
+        return None
+    halves: tuple[list[str], list[str]] = ([], [])
+    sizes = [0, 0]
+    for file in files:
+        lighter = sizes.index(min(sizes))
+        halves[lighter].append(str(file))
+        sizes[lighter] += file.stat().st_size
+    return [half_command(pytest, n, sorted(half)) for n, half in enumerate(halves, start=1)]
 
 
 def relay(stream: IO[str], prefix: str, kept: list[str], started: float) -> None:
@@ -236,9 +263,12 @@ def run_step(name: str, commands: list[list[str]], env: dict[str, str],
 
 def steps_of(options: Options, build_dir: str) -> list[Step]:
     ctest = ["ctest", "--test-dir", build_dir, "--output-on-failure", "--no-tests=error"]
-    pytest = [sys.executable, "-m", "pytest", *options.pytest_args]
-    # The complete run, in two halves side by side; a subset as asked.
-    whole = [pytest] if options.pytest_args else pytest_halves(pytest)
+    bare_pytest = [sys.executable, "-m", "pytest"]
+    pytest = [*bare_pytest, *options.pytest_args]
+    # The complete run, or whole directories, in two halves side by side;
+    # any other selection as asked.
+    whole = (pytest_halves(pytest) if not options.pytest_args
+             else directory_halves(bare_pytest, options.pytest_args) or [pytest])
     if options.sanitize:
         python: list[Step] = [
             (step.name, step.argvs, step.env, step.reports)

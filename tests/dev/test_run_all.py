@@ -170,3 +170,34 @@ def test_the_repeat_summary_names_the_failing_run(capsys: pytest.CaptureFixture[
     assert plain == "  FAILED  pytest run 1/3: run 1 of 3, after 0 passing\n"
     cpp_failed = summary(2, [("C++", False)], 4, capsys)
     assert cpp_failed == "  FAILED  C++\n  FAILED  the repeated runs did not start\n"
+
+
+def test_whole_directories_alone_run_as_two_halves_of_their_files() -> None:
+    # The kernel suite mostly waits: two halves side by side take about half
+    # the time, which a 30-run repeat of it needs.
+    options = run_all.parse(["tests/kernel"])
+    (pytest_step,) = [step for step in run_all.steps_of(options, "b") if step[0] == "pytest"]
+    first, second = (paths_of(argv) for argv in pytest_step[1])
+    files = sorted(str(f) for f in Path("tests/kernel").rglob("test_*.py"))
+    assert first and second and not set(first) & set(second)
+    assert sorted(first + second) == files
+    caches = {next(arg for arg in argv if arg.startswith("cache_dir=")) for argv in pytest_step[1]}
+    assert len(caches) == 2
+
+
+@pytest.mark.parametrize("args", [
+    ["tests/kernel", "-k", "name"],  # an option: as asked
+    ["tests/kernel/test_lifecycle.py"],  # a file
+    ["tests/kernel/test_lifecycle.py::test_shutdown_while_a_cell_awaits"],
+])
+def test_any_other_selection_runs_in_one_pytest(args: list[str]) -> None:
+    options = run_all.parse(args)
+    (pytest_step,) = [step for step in run_all.steps_of(options, "b") if step[0] == "pytest"]
+    assert pytest_step[1] == [[sys.executable, "-m", "pytest", *args]]
+
+
+def test_a_repeat_of_whole_directories_repeats_both_halves() -> None:
+    options = run_all.parse(["--repeat", "2", "tests/kernel"])
+    steps = run_all.steps_of(options, "b")
+    assert [name for name, _, _, _ in steps] == ["pytest run 1/2", "pytest run 2/2"]
+    assert all(len(commands) == 2 for _, commands, _, _ in steps)
