@@ -93,12 +93,9 @@ void interpreter::execute_request_impl(send_reply_callback cb, int,
                                        xeus::execute_request_config config,
                                        nl::json user_expressions) {
   nl::json reply;
-  // Before the GIL, which IPython's import may hold a while: a Ctrl-C from
-  // the moment the cell was announced is this cell's.
-  std::optional<interrupter::execution> interruptible;
-  if (on_main_thread()) {
-    interruptible.emplace(m_interrupter);
-  }
+  // The interrupter knows this request runs since the shell took it
+  // (shell_protocol::handle_execute): a Ctrl-C while this waits for the GIL
+  // (IPython's import may hold it a while) is this cell's.
   try {
     py::gil_scoped_acquire gil;
     reply = execute(code, config, user_expressions);

@@ -90,8 +90,8 @@ class interrupter {
     interrupter& m_owner;
   };
 
-  // Main thread, around an execute request from its very start, before it
-  // takes the GIL. An interrupt that arrives while the request runs outside a
+  // Main thread, around an execute request from the moment the shell takes
+  // it, before the cell is announced and before it takes the GIL. An interrupt that arrives while the request runs outside a
   // window (waiting for the GIL or for IPython to start, or in IPython's
   // bookkeeping between two statements) is kept: the next window raises it
   // as it opens, or a cancellable wait ends with it. One still kept when the

@@ -1,6 +1,7 @@
 #include "kernel/shell_protocol.hpp"
 
 #include <limits>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -175,6 +176,12 @@ void shell_protocol::handle_execute(xeus::xmessage request) {
                           request.metadata(), std::move(core_content),
                           std::move(request).buffers());
   t_execute = {for_core.header().value("msg_id", ""), stop_on_error && !silent, false};
+  // From before the cell is announced (execute_input) until its reply: a
+  // Ctrl-C that comes in between is this cell's (interrupter::execution).
+  std::optional<interrupter::execution> interruptible;
+  if (std::this_thread::get_id() == m_main_thread) {
+    interruptible.emplace(m_interpreter.interrupts());
+  }
   // The shell runs on this thread and the interpreter answers before it
   // returns: the reply, then the abort (publish_impl), then the idle status
   // have gone out when this returns.
