@@ -13,6 +13,14 @@ with worker processes behind it. Its moving parts:
   watches it: at the end of its reply pipe the process has ended, and the
   reader fails the call it held with WorkerDiedError, naming the exit code
   or signal, then starts a replacement (unless the pool is closing).
+- **a caller reading its own reply**: ``call()`` on an idle worker reads
+  the reply itself, rather than be woken by the reader thread once that has
+  read it: one thread fewer to wake in each call. The reader waits aside
+  meanwhile (on the worker's pidfd, so it still sees the process end), and
+  takes the pipe back when the caller stops reading: at its timeout, at the
+  first line of output the call relays, or when it is interrupted. A caller
+  interrupted halfway through a message has left the pipe out of step, so
+  that worker is replaced (that call's result was given up anyway).
 - **close**, explicit and bounded: workers finish their calls (or queued
   calls are cancelled), are told there are no more requests, and exit;
   after ``timeout`` those still running are terminated.
@@ -40,7 +48,7 @@ from interp_rpc.process.child import (
     SETUP_TAG,
 )
 from interp_rpc.process.handle import ProcessCallHandle
-from interp_rpc.process.worker_process import WorkerProcess
+from interp_rpc.process.worker_process import ENDED, WorkerProcess
 
 
 @functools.cache
@@ -51,6 +59,10 @@ def _outcomes() -> dict[int, str]:
     return {_core.STATUS_REPLIED: "replied", _core.STATUS_WORKER_DIED: "worker_died",
             _core.STATUS_CANCELLED: "cancelled", _core.STATUS_POOL_BROKEN: "pool_broken"}
 
+
+#: How long a caller reading its own reply watches the pipe before it
+#: sleeps: the worker's side of a short call (see child.REQUEST_SPIN_NS).
+REPLY_SPIN_NS = 50_000
 
 _reader = threading.local()
 _Receive = Callable[[], tuple[int, list[Any]]]
@@ -86,6 +98,13 @@ class _Slot:
         self.ready = threading.Event()
         self.setup_report: dict[str, Any] | None = None
         self.thread: threading.Thread | None = None
+        #: Whether the reader thread reads the running call's reply (else
+        #: its caller does); whether it waits to be woken, and watches the
+        #: pipe meanwhile; whether it should (no caller reads its reply).
+        self.reader_reads = True
+        self.reader_parked = False
+        self.reader_watching = False
+        self.reader_watch = True
 
 
 class ProcessEngine:
@@ -116,6 +135,8 @@ class ProcessEngine:
         """Start the worker's process and its reader thread."""
         slot.state, slot.call, slot.ready = "starting", None, threading.Event()
         slot.setup_report = None
+        slot.reader_reads, slot.reader_parked = True, False
+        slot.reader_watching, slot.reader_watch = False, True
         try:
             slot.process = WorkerProcess(slot.index)
             slot.process.send(SETUP_TAG, [self._setup])
@@ -155,17 +176,21 @@ class ProcessEngine:
 
     def submit(self, target: str, request: bytes, buffers: list[Any], item_index: int = -1,
                item_count: int = 1, owner: object = None, submitted_ns: int = 0,
-               serialize_ns: int = 0, worker: int = -1) -> tuple[str, ProcessCallHandle | None]:
+               serialize_ns: int = 0, worker: int = -1, *, read_here: bool = False
+               ) -> tuple[str, ProcessCallHandle | None]:
+        """Queue a call. ``read_here``: the submitting thread waits for it
+        with ``wait_reply``, and reads the reply itself if a worker takes the
+        call at once."""
         status, handles = self.submit_many(
             [(target, request, buffers, item_index, item_count, submitted_ns, serialize_ns)],
-            owner=owner, worker=worker)
+            owner=owner, worker=worker, read_here=read_here)
         return status, None if handles is None else handles[0]
 
     def submit_many(self, calls: list[tuple[str, bytes, list[Any], int, int, int, int]], *,
-                    owner: object = None, worker: int = -1
+                    owner: object = None, worker: int = -1, read_here: bool = False
                     ) -> tuple[str, list[ProcessCallHandle] | None]:
         """Queue the calls together, all or none; each idle worker takes one now."""
-        sends: list[tuple[WorkerProcess, ProcessCallHandle]] = []
+        sends: list[tuple[WorkerProcess, ProcessCallHandle, bool]] = []
         with self._lock:
             if self._closing:
                 return "closed", None
@@ -186,11 +211,30 @@ class ProcessEngine:
             for slot in self._slots:
                 if slot.state == "idle":
                     assigned = self._assign_locked(slot)
-                    if assigned is not None:
-                        sends.append(assigned)
-        for process, handle in sends:
+                    if assigned is None:
+                        continue
+                    process, handle = assigned
+                    if read_here and handle is handles[0]:
+                        slot.reader_reads = slot.reader_watch = False
+                        handle.read_by = process
+                        # A reader watching the pipe would wake at the reply.
+                        wake = slot.reader_watching
+                        slot.reader_watching = False
+                    else:
+                        wake = self._reader_to_wake_locked(slot)
+                    sends.append((process, handle, wake))
+        for process, handle, wake in sends:
             process.send_call(handle)
+            if wake:
+                process.wake_reader()
         return "ok", handles
+
+    def _reader_to_wake_locked(self, slot: _Slot) -> bool:
+        """Whether the worker's reader thread must be woken to read its call."""
+        wake = slot.reader_reads and slot.reader_parked
+        if wake:
+            slot.reader_parked = slot.reader_watching = False
+        return wake
 
     def _assign_locked(self, slot: _Slot) -> tuple[WorkerProcess, ProcessCallHandle] | None:
         """The idle worker's next call (its pinned ones first), marked as its own."""
@@ -201,6 +245,7 @@ class ProcessEngine:
                     continue
                 assert slot.process is not None
                 slot.state, slot.call = "busy", handle
+                slot.reader_reads = slot.reader_watch = True
                 handle.worker = slot.index
                 handle.started_ns = time.monotonic_ns()
                 return slot.process, handle
@@ -233,10 +278,23 @@ class ProcessEngine:
         """Read this worker's replies until its process ends; then account
         for its end, and start its replacement if the pool goes on."""
         _reader.on = True
-        receive = framing.Receiver(process.reply_fd, process.files, process.memory).receive
+        receive = process.receiver.receive
         try:
-            if self._read_setup(slot, process, receive):
-                self._read_replies(slot, process, receive)
+            with process.reading:
+                serving = self._read_setup(slot, process, receive)
+            while serving:
+                with process.reading:
+                    reads, watch = self._take_work(slot, process)
+                    if reads:
+                        self._read_replies(slot, process, receive)
+                        continue
+                    if watch and process.reply_ready(0, 0.0):
+                        self._read_one(slot, process, receive)
+                        continue
+                serving = process.wait_as_reader(watch) != ENDED
+            with process.reading:  # what it wrote before it ended, then the end
+                while True:
+                    self._read_one(slot, process, receive)
         except (framing.ChannelClosed, OSError):
             pass
         how = process.reap()
@@ -245,6 +303,28 @@ class ProcessEngine:
         finally:
             with self._lock:
                 self.reader_threads.discard(threading.current_thread())
+
+    def _take_work(self, slot: _Slot, process: WorkerProcess) -> tuple[bool, bool]:
+        """Whether the worker has a call whose reply this reader reads, and
+        else whether the reader watches the pipe while it waits to be woken:
+        for output printed between calls, by threads that calls started; not
+        while callers read their own replies, which would wake it each time.
+        An idle worker takes its next queued call first (a caller that read
+        its own reply leaves that to the reader)."""
+        with self._lock:
+            following = None
+            if slot.call is None and slot.state == "idle":
+                following = self._assign_locked(slot)
+                if following is None and self._closing:
+                    slot.state = "stopping"
+            reads = slot.call is not None and slot.reader_reads
+            slot.reader_parked = not reads
+            slot.reader_watching = watch = not reads and slot.call is None and slot.reader_watch
+        if following is not None:
+            process.send_call(following[1])
+        elif slot.state == "stopping":
+            process.finish_requests()
+        return reads, watch
 
     def _receive(self, slot: _Slot, receive: _Receive) -> tuple[int, list[Any]]:
         """The worker's next reply; the output it relays meanwhile goes to
@@ -292,32 +372,124 @@ class ProcessEngine:
         return True
 
     def _read_replies(self, slot: _Slot, process: WorkerProcess, receive: _Receive) -> None:
-        unpack = REPLY_META.unpack
+        """Read replies and hand the worker its next call, until no call
+        is left to it."""
         while True:
             tag, parts = self._receive(slot, receive)
-            kind, deserialize_ns, result_ns, started, finished = unpack(parts[0])
-            with self._lock:
-                handle = slot.call
-                assert handle is not None and handle.id == tag
-                handle.started_ns, handle.finished_ns = started, finished
-                handle.deserialize_ns, handle.result_serialize_ns = deserialize_ns, result_ns
-                slot.calls_done += 1
-                slot.busy_ns_total += finished - started
-                slot.call, slot.state = None, "idle"
-                owned = self._finish_locked(handle, _core.STATUS_REPLIED, kind,
-                                            _with_buffers(parts), slot.index, signal=False)
-                following = self._assign_locked(slot)
-                if following is None and self._closing:
-                    slot.state = "stopping"
-            del parts
-            if following is not None:
-                following[0].send_call(following[1])
-            elif slot.state == "stopping":
-                process.finish_requests()
-            if owned:
-                handle.settle_owner()
-            # Last: a caller woken earlier would wait for this thread's GIL.
-            handle.signal()
+            if not self._account(slot, process, tag, parts):
+                return
+
+    def _read_one(self, slot: _Slot, process: WorkerProcess, receive: _Receive) -> None:
+        """Read one message: output to relay, or a reply."""
+        tag, parts = receive()
+        if tag == OUTPUT_TAG:
+            self._relay_output(slot, parts)
+        else:
+            self._account(slot, process, tag, parts)
+
+    def _account(self, slot: _Slot, process: WorkerProcess, tag: int, parts: list[Any]) -> bool:
+        """Settle the call a reply is for, and hand the worker its next
+        call: whether it has one."""
+        kind, deserialize_ns, result_ns, started, finished = REPLY_META.unpack(parts[0])
+        with self._lock:
+            handle = slot.call
+            assert handle is not None and handle.id == tag
+            handle.started_ns, handle.finished_ns = started, finished
+            handle.deserialize_ns, handle.result_serialize_ns = deserialize_ns, result_ns
+            slot.calls_done += 1
+            slot.busy_ns_total += finished - started
+            slot.call, slot.state = None, "idle"
+            owned = self._finish_locked(handle, _core.STATUS_REPLIED, kind,
+                                        _with_buffers(parts), slot.index, signal=False)
+            following = self._assign_locked(slot)
+            if following is None and self._closing:
+                slot.state = "stopping"
+        del parts
+        if following is not None:
+            following[0].send_call(following[1])
+        elif slot.state == "stopping":
+            process.finish_requests()
+        if owned:
+            handle.settle_owner()
+        # Last: a caller woken earlier would wait for this thread's GIL.
+        handle.signal()
+        return following is not None
+
+    # ------------------------------------------------ a caller's own reply
+
+    def wait_reply(self, handle: ProcessCallHandle, timeout: float | None) -> bool:
+        """Wait for the call submitted with ``read_here`` by this thread:
+        whether it ended within ``timeout``. Reads the reply itself when
+        the worker took the call at once."""
+        process, handle.read_by = handle.read_by, None
+        if process is None:
+            return handle.wait(timeout)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        slot = self._slots[handle.worker]
+        try:
+            with process.reading:  # the reader lets go once it has read the previous reply
+                if self._read_own_reply(slot, process, handle, deadline):
+                    return True
+        finally:
+            self._hand_back(slot, process, handle)  # unless it read the reply
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        return handle.wait(left)
+
+    def _read_own_reply(self, slot: _Slot, process: WorkerProcess, handle: ProcessCallHandle,
+                        deadline: float | None) -> bool:
+        """Read the call's reply, and account for it as the reader would;
+        False when the reader thread must read it instead (timeout, output
+        first, the worker's end)."""
+        if handle.done:  # the reader found the reply first, watching the pipe
+            return True
+        if not process.reply_ready(REPLY_SPIN_NS, deadline):
+            return False
+        try:
+            tag, parts = process.receiver.receive()
+            if tag == OUTPUT_TAG:
+                self._relay_output(slot, parts)
+                return False
+            self._settle_own_reply(slot, process, handle, tag, parts)
+            return True
+        except framing.ChannelClosed:
+            return False  # the process ended: its reader accounts for that
+        except BaseException:
+            # An interrupt may have cut a message: the pipe is out of step.
+            process.kill("its reply was being read when its caller was interrupted")
+            raise
+
+    def _settle_own_reply(self, slot: _Slot, process: WorkerProcess, handle: ProcessCallHandle,
+                          tag: int, parts: list[Any]) -> None:
+        """The reader's accounting for a reply, without taking the next
+        call: an interrupt here must not leave a queued call half-taken. The
+        worker turns idle last, so that until then its end (if an interrupt
+        kills it) sees the call as its own and already done."""
+        kind, deserialize_ns, result_ns, started, finished = REPLY_META.unpack(parts[0])
+        with self._lock:
+            assert slot.call is handle and handle.id == tag
+            handle.started_ns, handle.finished_ns = started, finished
+            handle.deserialize_ns, handle.result_serialize_ns = deserialize_ns, result_ns
+            self._finish_locked(handle, _core.STATUS_REPLIED, kind, _with_buffers(parts),
+                                slot.index, signal=False)
+            slot.calls_done += 1
+            slot.busy_ns_total += finished - started
+            slot.call, slot.state, slot.reader_reads = None, "idle", True
+            wake = slot.reader_parked and (self._closing or len(slot.pinned) + len(self._queue) > 0)
+            if wake:
+                slot.reader_parked = slot.reader_watching = False
+        if wake:
+            process.wake_reader()  # it hands the worker its next call, or lets it exit
+        handle.signal()
+
+    def _hand_back(self, slot: _Slot, process: WorkerProcess, handle: ProcessCallHandle) -> None:
+        """Leave the call's reply to the reader thread."""
+        with self._lock:
+            if slot.call is not handle or slot.reader_reads:
+                return
+            slot.reader_reads = True
+            wake = self._reader_to_wake_locked(slot)
+        if wake:
+            process.wake_reader()
 
     def _ended(self, slot: _Slot, process: WorkerProcess, how: str) -> None:
         """The worker's process has ended: fail the call it held, and
@@ -326,6 +498,8 @@ class ProcessEngine:
         with self._lock:
             handle, slot.call = slot.call, None
             detail = how if process.stop_reason is None else f"{how}: {process.stop_reason}"
+            if handle is not None and handle.done:  # its caller read the reply, then was stopped
+                handle = None
             if handle is not None:
                 self._finish_locked(handle, _core.STATUS_WORKER_DIED, _core.REPLY_ENGINE_ERROR,
                                     detail.encode(), slot.index)

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from interp_rpc._pool.engine import _core
+
+if TYPE_CHECKING:
+    from interp_rpc.process.worker_process import WorkerProcess
 
 
 class ProcessCallHandle:
@@ -21,8 +24,8 @@ class ProcessCallHandle:
 
     __slots__ = ("_claimed", "_finished", "_latch", "_lock", "_signalled", "buffers", "data",
                  "deserialize_ns", "enqueued_ns", "finished_ns", "id", "item_count", "item_index",
-                 "owner", "pinned", "reply", "reply_kind", "result_serialize_ns", "serialize_ns",
-                 "started_ns", "status", "submitted_ns", "target", "worker")
+                 "owner", "pinned", "read_by", "reply", "reply_kind", "result_serialize_ns",
+                 "serialize_ns", "started_ns", "status", "submitted_ns", "target", "worker")
 
     def __init__(self, call_id: int, target: str, data: bytes, buffers: list[Any], *,
                  item_index: int, item_count: int, owner: object, submitted_ns: int,
@@ -35,6 +38,8 @@ class ProcessCallHandle:
         self.item_count = item_count
         self.owner = owner  # a future to settle when nobody waits on the call
         self.pinned = pinned  # the worker it must run on, or -1
+        # The worker process whose reply pipe its caller reads (engine.py).
+        self.read_by: WorkerProcess | None = None
         self.submitted_ns = submitted_ns
         self.serialize_ns = serialize_ns
         self.enqueued_ns = time.monotonic_ns()

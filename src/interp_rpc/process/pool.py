@@ -106,8 +106,13 @@ class ProcessPool(EnginePool[ProcessCallHandle]):
         ``kill_on_timeout=True``: then its worker is killed and replaced.
         """
         check_timeout("timeout", timeout)
-        handle = self._dispatch(target, args, kwargs)
-        if not handle.wait(timeout):
+        encoded = self._encode(target, args, kwargs)
+        refused, handle = self._engine.submit(
+            encoded.name, encoded.data, encoded.buffers, submitted_ns=encoded.submitted_ns,
+            serialize_ns=encoded.serialize_ns, read_here=True)
+        if handle is None:
+            raise replies.refusal(refused, encoded.name)
+        if not self._engine.wait_reply(handle, timeout):
             assert timeout is not None
             raise self._timed_out(handle, timeout)
         status, kind, reply, worker = handle.take()

@@ -1,17 +1,22 @@
 """One worker of a ProcessPool: its OS process and the pipes to it.
 
 The process runs child.py. Three pipes join it to the pool: requests (the
-pool writes), replies (the pool's reader thread for this worker reads), and
-a lifeline that the worker watches so that it exits when the pool's process
-is gone. Beside them, a socket passes the descriptors of new shared memory
-segments, both ways, and the pool's side of those segments is ``memory``
-(see framing.py and segments.py).
+pool writes), replies (read by whoever holds ``reading``: the pool's reader
+thread for this worker, or a caller reading its own reply), and a lifeline
+that the worker watches so that it exits when the pool's process is gone.
+Beside them, a socket passes the descriptors of new shared memory segments,
+both ways, and the pool's side of those segments is ``memory`` (see
+framing.py and segments.py). A pidfd tells the reader thread that the
+process ended while it was not reading, and an eventfd wakes it when a call
+is left to it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import os
+import select
 import signal
 import subprocess
 import threading
@@ -27,6 +32,9 @@ if TYPE_CHECKING:
     from interp_rpc.process.handle import ProcessCallHandle
 
 CHILD_PROGRAM = Path(__file__).with_name("child.py")
+
+#: What wait_as_reader() saw.
+WOKEN, ENDED, READABLE = "woken", "ended", "readable"
 
 #: After terminate(), how long a worker gets before it is killed.
 TERMINATE_GRACE_SECONDS = 1.0
@@ -68,6 +76,19 @@ class WorkerProcess:
             files_end.close()
         self.pid = self.process.pid
         self.memory = SharedMemory()
+        self.receiver = framing.Receiver(self.reply_fd, self.files, self.memory)
+        #: Held by the one thread that reads the reply pipe (through ``receiver``).
+        self.reading = threading.Lock()
+        self._replies = select.poll()
+        self._replies.register(self.reply_fd, select.POLLIN)
+        self._ended = os.pidfd_open(self.pid)
+        self._wake = os.eventfd(0, os.EFD_CLOEXEC | os.EFD_NONBLOCK)
+        self._reader_events = select.poll()
+        self._watching_replies = select.poll()
+        for fd in (self._ended, self._wake):
+            self._reader_events.register(fd, select.POLLIN)
+            self._watching_replies.register(fd, select.POLLIN)
+        self._watching_replies.register(self.reply_fd, select.POLLIN)
         self._send_lock = threading.Lock()
         self._request_open = True
         self.started_at = time.monotonic()
@@ -101,6 +122,49 @@ class WorkerProcess:
             return False
         return self.send(handle.id, [data, *handle.buffers])
 
+    def reply_ready(self, spin_ns: int, deadline: float | None) -> bool:
+        """Whether the reply pipe has something to read (or is at its end)
+        by ``deadline`` (time.monotonic(); None: no limit). Watches it for
+        ``spin_ns`` without sleeping first: a short call's reply is read
+        without waiting to be woken. Only the holder of ``reading`` calls
+        this. Reads nothing, so an interrupt here loses nothing."""
+        poll = self._replies.poll
+        clock = time.monotonic_ns
+        until = clock() + spin_ns
+        while True:
+            if poll(0):
+                return True
+            if clock() >= until:
+                break
+        while True:
+            if deadline is None:
+                return bool(poll())
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            if poll(math.ceil(left * 1000)):
+                return True
+
+    def wake_reader(self) -> None:
+        """Wake the reader thread where it waits in ``wait_as_reader``."""
+        os.eventfd_write(self._wake, 1)
+
+    def wait_as_reader(self, watch_replies: bool) -> str:
+        """The reader thread's wait while no call is left to it: until it
+        is woken (``WOKEN``), the process has ended (``ENDED``), or, with
+        ``watch_replies``, the reply pipe has something to read
+        (``READABLE``)."""
+        poll = self._watching_replies if watch_replies else self._reader_events
+        woke = READABLE
+        for fd, _ in poll.poll():
+            if fd == self._ended:
+                return ENDED
+            if fd == self._wake:
+                woke = WOKEN
+                with contextlib.suppress(BlockingIOError):
+                    os.eventfd_read(self._wake)
+        return woke
+
     def finish_requests(self) -> None:
         """No more requests: the worker exits once it has replied to the last."""
         with self._send_lock:
@@ -132,7 +196,7 @@ class WorkerProcess:
         release every pipe; how it ended."""
         returncode = self.process.wait()
         self.finish_requests()
-        for fd in (self.reply_fd, self._lifeline_fd):
+        for fd in (self.reply_fd, self._lifeline_fd, self._ended, self._wake):
             os.close(fd)
         self.files.close()
         self.memory.close()

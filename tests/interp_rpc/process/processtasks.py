@@ -175,3 +175,17 @@ def memory_files_while_holding(value: object) -> list[str]:
     held = memory_files()
     del value
     return held
+
+
+def print_later(lines: int, interval: float = 0.01) -> int:
+    """Return at once, leaving a thread that prints ``lines`` numbered
+    lines, one each ``interval`` seconds, to the output this call had."""
+    stream = sys.stdout
+
+    def chat() -> None:
+        for n in range(lines):
+            time.sleep(interval)
+            print(f"later {n}", file=stream, flush=True)
+
+    threading.Thread(target=chat, daemon=True).start()
+    return lines
