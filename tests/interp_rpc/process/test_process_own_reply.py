@@ -15,7 +15,7 @@ import pytest
 from process_support import wait_ended
 from support import wait_until
 
-from interp_rpc import CallTimeoutError, ProcessPool
+from interp_rpc import CallTimeoutError, ProcessPool, WorkerDiedError
 from interp_rpc._pool.map import MapRun
 from interp_rpc.notebook.relay import OutputRelay
 from interp_rpc.process import framing
@@ -36,13 +36,16 @@ def record_of(pool: ProcessPool, target: str) -> str:
 
 def test_ctrl_c_while_a_call_waits_leaves_its_reply_to_the_reader(one_worker: ProcessPool) -> None:
     pid = one_worker.call("processtasks.pid")
-    timer = threading.Timer(SETTLE, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            one_worker.call("processtasks.sleep_then", 2 * SETTLE, "abandoned")
-    finally:
-        timer.cancel()
+
+    def ctrl_c_once_busy() -> None:
+        wait_until(lambda: one_worker.status()[0].state == "busy")
+        os.kill(os.getpid(), signal.SIGINT)  # a real SIGINT, as Ctrl-C sends
+
+    interrupter = threading.Thread(target=ctrl_c_once_busy)
+    interrupter.start()
+    with pytest.raises(KeyboardInterrupt):
+        one_worker.call("processtasks.sleep_then", 4 * SETTLE, "abandoned")
+    interrupter.join()
     # The call goes on; its reply is read by the reader, and the worker
     # takes the next call: nothing was cut, so it is not replaced.
     assert one_worker.call(operator.add, 1, 2, timeout=60) == 3
@@ -176,3 +179,50 @@ def test_output_that_comes_before_a_reply_is_relayed_and_the_reply_read(
         assert one_worker.call(operator.add, n, 1, timeout=60) == n + 1
         n += 1
     assert later_lines(relay, taken) == [f"later {n}" for n in range(lines)]
+
+
+def test_callers_maps_futures_timeouts_and_crashes_at_once(
+        make_process_pool: Callable[..., ProcessPool]) -> None:
+    """Every way a reply is read, at once: callers reading their own,
+    a map's and futures' replies read by the readers, callers that stop
+    reading at their timeout, workers that die under either."""
+    pool = make_process_pool(workers=2)
+    failures: list[BaseException] = []
+
+    def calls(base: int) -> None:
+        for n in range(300):
+            assert pool.call(operator.add, base, n, timeout=60) == base + n
+
+    def maps() -> None:
+        for _ in range(5):
+            assert list(pool.map(operator.neg, range(2000), timeout=60)) \
+                == [-n for n in range(2000)]
+
+    def futures() -> None:
+        submitted = [pool.submit(operator.mul, n, 2) for n in range(300)]
+        assert [f.result(timeout=60) for f in submitted] == [2 * n for n in range(300)]
+
+    def timeouts_and_crashes() -> None:
+        for _ in range(3):
+            with pytest.raises(CallTimeoutError):
+                pool.call("processtasks.sleep_then", 0.2, None, timeout=0.01)
+            with pytest.raises(WorkerDiedError):
+                pool.call("processtasks.exit_with", 3, timeout=60)
+
+    def run(work: Callable[[], None]) -> None:
+        try:
+            work()
+        except BaseException as exc:  # reported below, with the others
+            failures.append(exc)
+
+    threads = [threading.Thread(target=run, args=(work,)) for work in (
+        lambda: calls(0), lambda: calls(10_000), maps, futures, timeouts_and_crashes)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert not [t for t in threads if t.is_alive()], "a caller never got its reply"
+    assert not failures, failures
+    wait_until(lambda: [w.state for w in pool.status()] == ["idle", "idle"],
+               what="every worker idle, and every late reply read")
+    assert pool.call(operator.add, 1, 1, timeout=60) == 2
