@@ -279,6 +279,7 @@ class ProcessEngine:
         for its end, and start its replacement if the pool goes on."""
         _reader.on = True
         receive = process.receiver.receive
+        failure: BaseException | None = None
         try:
             with process.reading:
                 serving = self._read_setup(slot, process, receive)
@@ -296,13 +297,18 @@ class ProcessEngine:
                 while True:
                     self._read_one(slot, process, receive)
         except (framing.ChannelClosed, OSError):
-            pass
+            pass  # the process has ended
+        except BaseException as exc:  # a fault here: end the worker, as its pipe is suspect
+            failure = exc
+            process.kill(f"the thread reading its replies failed ({type(exc).__name__}: {exc})")
         how = process.reap()
         try:
             self._ended(slot, process, how)
         finally:
             with self._lock:
                 self.reader_threads.discard(threading.current_thread())
+        if failure is not None:
+            raise failure  # for threading.excepthook to report
 
     def _take_work(self, slot: _Slot, process: WorkerProcess) -> tuple[bool, bool]:
         """Whether the worker has a call whose reply this reader reads, and
@@ -440,8 +446,10 @@ class ProcessEngine:
         """Read the call's reply, and account for it as the reader would;
         False when the reader thread must read it instead (timeout, output
         first, the worker's end)."""
-        if handle.done:  # the reader found the reply first, watching the pipe
+        if handle.done:  # the reader found the reply first, or the worker's end
             return True
+        if process.ended:  # its pipes are closed: the reader accounts for its end
+            return False
         if not process.reply_ready(REPLY_SPIN_NS, deadline):
             return False
         try:

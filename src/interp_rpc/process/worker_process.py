@@ -79,6 +79,10 @@ class WorkerProcess:
         self.receiver = framing.Receiver(self.reply_fd, self.files, self.memory)
         #: Held by the one thread that reads the reply pipe (through ``receiver``).
         self.reading = threading.Lock()
+        #: Set, under ``reading``, once the pipes are closed: their numbers
+        #: may already name a replacement's pipes.
+        self.ended = False
+        self._wake_lock = threading.Lock()
         self._replies = select.poll()
         self._replies.register(self.reply_fd, select.POLLIN)
         self._ended = os.pidfd_open(self.pid)
@@ -147,7 +151,9 @@ class WorkerProcess:
 
     def wake_reader(self) -> None:
         """Wake the reader thread where it waits in ``wait_as_reader``."""
-        os.eventfd_write(self._wake, 1)
+        with self._wake_lock:
+            if not self.ended:
+                os.eventfd_write(self._wake, 1)
 
     def wait_as_reader(self, watch_replies: bool) -> str:
         """The reader thread's wait while no call is left to it: until it
@@ -196,8 +202,10 @@ class WorkerProcess:
         release every pipe; how it ended."""
         returncode = self.process.wait()
         self.finish_requests()
-        for fd in (self.reply_fd, self._lifeline_fd, self._ended, self._wake):
-            os.close(fd)
-        self.files.close()
-        self.memory.close()
+        with self.reading, self._wake_lock:  # no caller reads, nobody wakes: then close
+            self.ended = True
+            for fd in (self.reply_fd, self._lifeline_fd, self._ended, self._wake):
+                os.close(fd)
+            self.files.close()
+            self.memory.close()
         return f"worker {self.index} (pid {self.pid}) {exit_description(returncode)}"

@@ -226,3 +226,19 @@ def test_callers_maps_futures_timeouts_and_crashes_at_once(
     wait_until(lambda: [w.state for w in pool.status()] == ["idle", "idle"],
                what="every worker idle, and every late reply read")
     assert pool.call(operator.add, 1, 1, timeout=60) == 2
+
+
+def test_a_caller_whose_worker_dies_leaves_the_replacement_alone(
+        make_process_pool: Callable[..., ProcessPool]) -> None:
+    """The dead worker's pipes are closed while its caller may still hold
+    them, and a replacement's new pipes can take their numbers: the caller
+    must not read or wake through them."""
+    pool = make_process_pool(workers=2)
+    for _ in range(30):
+        slow = pool.submit("processtasks.sleep_then", 0.01, "survived")
+        with pytest.raises(WorkerDiedError):
+            pool.call("processtasks.segfault", timeout=60)
+        assert slow.result(timeout=60) == "survived"
+        wait_until(lambda: [w.state for w in pool.status()] == ["idle", "idle"],
+                   what="the replacement worker to be ready")
+    assert pool.call(operator.add, 2, 2, timeout=60) == 4
