@@ -108,6 +108,23 @@ class Kernel:
     def execute(self, code: str, timeout: float = 30, **kwargs: Any) -> Execution:
         return self.collect(self.send(code, **kwargs), timeout)
 
+    def restart(self, timeout: float = 60) -> None:
+        """Restart the kernel, and return once it runs cells and this
+        client hears its IOPub again. The client's IOPub socket reconnects
+        to the new kernel on ZeroMQ's own schedule, and what the kernel
+        publishes before the subscription takes is lost: on a loaded
+        machine, ipykernel's first cell after a restart showed no output."""
+        self.manager.restart_kernel(now=False)
+        self.client.wait_for_ready(timeout=timeout)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if self.execute("print('heard')", timeout=5).stream() == "heard\n":
+                    return
+            except queue.Empty:  # even its idle status came before the subscription
+                continue
+        raise TimeoutError("no output from the restarted kernel reached IOPub")
+
     def drain_iopub(self, seconds: float = 0.2) -> list[Message]:
         messages = []
         end = time.monotonic() + seconds

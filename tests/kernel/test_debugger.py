@@ -359,9 +359,9 @@ def test_a_restart_while_stopped(debugging: DebugClient) -> None:
     debugging.request("configurationDone")
     debugging.run_to_breakpoint(CELL)
     kernel = debugging.kernel
-    kernel.manager.restart_kernel(now=False)
-    kernel.client.wait_for_ready(timeout=WAIT)
-    assert kernel.execute("print(1 + 1)", timeout=WAIT).stream() == "2\n"
+    kernel.restart(timeout=WAIT)
+    execution = kernel.execute("print(1 + 1)", timeout=WAIT)
+    assert execution.stream() == "2\n", (execution.outputs, execution.others)
 
 
 def test_a_shutdown_while_stopped_exits_cleanly() -> None:
