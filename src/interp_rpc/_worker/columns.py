@@ -13,8 +13,8 @@ What packs comes back exactly: the same types (exact int, float, str,
 bytes; never a subclass), the same values (every bit of a float), and, as
 with pickle, one object where a str or bytes object was met twice (those
 lists are left to pickle). The packer is the engine's: the caller takes it
-from ``_core``, a subinterpreter worker finds it in its module (main.py); a
-worker process has none, and pickles its results as before.
+from ``_core``, a subinterpreter worker finds it in its module (main.py), and
+a worker process loads ``_core`` for it (process/child.py).
 
 Both sides load this module: the caller as ``interp_rpc._worker.columns``,
 a worker by path. It uses nothing but the standard library.
@@ -148,12 +148,13 @@ def pack_items(items: list[Any] | range, pack: Packer,
     return packed(items, pack, beside) or items
 
 
-def pack_result(result: Any, mode: str, pack: Packer) -> Any:
+def pack_result(result: Any, mode: str, pack: Packer, beside: int | None = None) -> Any:
     """A worker's result (a call's return value, or a chunk's
-    ``(values, *rest)``) with a list or tuple of scalars packed."""
+    ``(values, *rest)``) with a list or tuple of scalars packed.
+    ``beside``: see packed()."""
     if mode == "call":
         if type(result) in SEQUENCES:
-            return packed(result, pack) or result
+            return packed(result, pack, beside) or result
         return result
-    column = packed(result[0], pack)
+    column = packed(result[0], pack, beside)
     return result if column is None else (column, *result[1:])

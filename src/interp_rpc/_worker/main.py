@@ -85,22 +85,29 @@ def _cell_result_text(value: Any) -> str:
 
 
 #: The engine's column packer (core/packed_column.hpp), which the engine puts
-#: in a subinterpreter worker's module before running it; None in a worker
-#: process, which pickles its results as they are.
+#: in a subinterpreter worker's module before running it. A worker process
+#: loads it with ``load_pack_column`` (set by process/child.py), at its first
+#: result that is a list or tuple; None where it cannot.
 _pack_column: Any = globals().get("pack_column")
+load_pack_column: Callable[[], Any] | None = None
 # columns.py, loaded by the first result that is a list or tuple.
 _columns_module: ModuleType | None = None
 
 
-def _packed(result: Any, mode: str) -> Any:
+def _packed(result: Any, mode: str, beside: int | None = None) -> Any:
     """A result (a call's, or a chunk's ``(values, *rest)``) whose list or
-    tuple of scalars crosses as one column (columns.py)."""
-    global _columns_module
+    tuple of scalars crosses as one column (columns.py); ``beside``: the
+    payload size from which it crosses out of band."""
+    global _columns_module, _pack_column, load_pack_column
     if _pack_column is None:
-        return result
+        if load_pack_column is None:
+            return result
+        _pack_column, load_pack_column = load_pack_column(), None
+        if _pack_column is None:
+            return result
     if _columns_module is None:
         _columns_module = _load_sibling("columns.py", "_interp_rpc_columns")
-    return _columns_module.pack_result(result, mode, _pack_column)
+    return _columns_module.pack_result(result, mode, _pack_column, beside)
 
 
 #: The last call's arguments and result, which execute() keeps here rather
@@ -509,12 +516,18 @@ def execute(request: memoryview, buffers: list[memoryview]) -> Reply:
             return (wire.RETURNED, lending[0], loaded - started,
                     time.perf_counter_ns() - finished, lending[1])
     after_reply.append((args, kwargs, unpacked))
-    if result_out_of_band is not None:  # a worker process: large bytes beside the pickle
+    if result_out_of_band is not None:  # a worker process: large bytes and columns beside
         threshold = result_out_of_band.threshold
         if mode == "call":
             result = wire.bytes_apart(result, threshold)
         else:
             result = (wire.chunk_bytes_apart(result[0], threshold), *result[1:])
+        values = result if mode == "call" else result[0]
+        if type(values) is list or type(values) is tuple:
+            try:
+                result = _packed(result, mode, threshold)
+            except MemoryError as exc:
+                return wire.RAISED, wire.dumps(wire.describe_exception(exc)), loaded - started, 0
     try:
         reply = wire.dumps_result(result, result_out_of_band)
     except MemoryError as exc:  # the process is out of memory: no fault of the value

@@ -3,7 +3,9 @@
 It imports only the standard library and loads the worker code every
 subinterpreter worker runs (``_worker/main.py``) by path, so a call runs
 here exactly as it would in a subinterpreter: same unpickling, target
-resolution, chunk loop and replies. Usage::
+resolution, chunk loop and replies. The engine's extension module is loaded
+only by the first result that is a list or tuple, for its column packer.
+Usage::
 
     python3 child.py REQUESTS REPLIES LIFELINE FILES
 
@@ -18,6 +20,7 @@ no worker outlives its pool.
 
 from __future__ import annotations
 
+import importlib.machinery
 import importlib.util
 import os
 import select
@@ -48,6 +51,8 @@ OUTPUT_STREAMS = ("stdout", "stderr")
 #: worker found awake saves the wake-up that dominates a tiny call. As long
 #: as an InterpreterPool's idle worker spins (core/job_queue.hpp).
 REQUEST_SPIN_NS = 50_000
+#: The engine's extension module, as the package imports it.
+ENGINE_MODULE = "interp_rpc._core"
 
 
 def _load(path: str, name: str) -> ModuleType:
@@ -57,6 +62,29 @@ def _load(path: str, name: str) -> ModuleType:
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def _engine_packer(package: str) -> object:
+    """The engine's column packer, from the package's extension module
+    (loaded here once, under its own name, so that a target importing
+    interp_rpc finds it loaded); None where it does not load."""
+    engine = sys.modules.get(ENGINE_MODULE)
+    if engine is None:
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            path = os.path.join(package, "_core" + suffix)
+            if os.path.exists(path):
+                break
+        else:
+            return None
+        try:
+            spec = importlib.util.spec_from_file_location(ENGINE_MODULE, path)
+            assert spec is not None and spec.loader is not None
+            engine = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(engine)
+        except ImportError:
+            return None
+        sys.modules[ENGINE_MODULE] = engine
+    return getattr(engine, "pack_column", None)
 
 
 def _watch_lifeline(fd: int) -> None:
@@ -109,6 +137,7 @@ def serve(requests: int, replies: int, lifeline: int, files_fd: int) -> None:
         send(OUTPUT_TAG, [meta, text.encode("utf-8", "surrogatepass")])
 
     vars(worker)["output_transport"] = send_output  # see main.output_transport
+    vars(worker)["load_pack_column"] = lambda: _engine_packer(os.path.dirname(here))
     out_of_band = worker.wire.OutOfBand(framing.SHARED_THRESHOLD)
     vars(worker)["result_out_of_band"] = out_of_band
     returned = worker.wire.RETURNED

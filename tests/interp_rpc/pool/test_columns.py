@@ -198,12 +198,18 @@ def test_a_large_column_goes_beside_the_request_not_into_it() -> None:
     assert len(chunk.buffers) == 1 and len(chunk.data) < 1000
 
 
-@pytest.fixture(scope="module")
-def column_pool() -> Iterator[InterpreterPool]:
-    yield from pool_for_fixture(2, INIT)
+@pytest.fixture(scope="module", params=["interpreters", "processes"])
+def column_pool(request: pytest.FixtureRequest) -> Iterator[InterpreterPool | ProcessPool]:
+    """Each pool kind: its workers pack their results alike."""
+    if request.param == "interpreters":
+        yield from pool_for_fixture(2, INIT)
+        return
+    with ProcessPool(workers=2, init=INIT) as pool:
+        yield pool
 
 
-def test_a_worker_packs_its_results(column_pool: InterpreterPool) -> None:
+def test_a_worker_packs_its_results(
+        column_pool: InterpreterPool | ProcessPool) -> None:
     assert column_pool.call(columntasks.packed_here, list(range(N))) == "Column"
     assert column_pool.call(columntasks.packed_here, [True] * N) == "list"
 
@@ -217,7 +223,7 @@ def test_a_worker_packs_its_results(column_pool: InterpreterPool) -> None:
     [1, 2.0, "three", b"four"] * N,
     [True, 1] * N,
 ])
-def test_arguments_and_results_arrive_exactly(column_pool: InterpreterPool,
+def test_arguments_and_results_arrive_exactly(column_pool: InterpreterPool | ProcessPool,
                                               values: list[Any]) -> None:
     expected = [columntasks.describe(v) for v in values]
     assert column_pool.call(columntasks.described, values) == expected
@@ -228,7 +234,8 @@ def test_arguments_and_results_arrive_exactly(column_pool: InterpreterPool,
 
 
 @pytest.mark.parametrize("n", [10_000, 300_001])
-def test_large_lists_cross_both_ways_exactly(column_pool: InterpreterPool, n: int) -> None:
+def test_large_lists_cross_both_ways_exactly(column_pool: InterpreterPool | ProcessPool,
+                                            n: int) -> None:
     """Payloads large enough to go out of band, and to be lent back."""
     for values in ([i * 0.25 for i in range(n)], [i * 7919 - 2**62 for i in range(n)]):
         assert column_pool.call(columntasks.identity, values) == values
@@ -238,12 +245,14 @@ def test_large_lists_cross_both_ways_exactly(column_pool: InterpreterPool, n: in
                                                                  columntasks.floats(n)))
 
 
-def test_subclasses_come_back_as_themselves(column_pool: InterpreterPool) -> None:
+def test_subclasses_come_back_as_themselves(
+        column_pool: InterpreterPool | ProcessPool) -> None:
     assert set(map(type, column_pool.call(columntasks.colours, N))) == {columntasks.Colour}
     assert list(map(type, column_pool.call(columntasks.bools, 2 * N))) == [bool, int] * N
 
 
-def test_a_list_passed_twice_is_one_object_in_the_worker(column_pool: InterpreterPool) -> None:
+def test_a_list_passed_twice_is_one_object_in_the_worker(
+        column_pool: InterpreterPool | ProcessPool) -> None:
     items = list(range(N))
     assert column_pool.call(columntasks.same_object, items, items) is True
     assert column_pool.call(columntasks.same_object, items, list(items)) is False
@@ -252,7 +261,8 @@ def test_a_list_passed_twice_is_one_object_in_the_worker(column_pool: Interprete
     assert column_pool.call(columntasks.kinds, items, b=tuple(items)) == ("list", "tuple")
 
 
-def test_a_result_repeating_one_object_keeps_it_one(column_pool: InterpreterPool) -> None:
+def test_a_result_repeating_one_object_keeps_it_one(
+        column_pool: InterpreterPool | ProcessPool) -> None:
     values = column_pool.call(columntasks.repeated, "same text", 2 * N)
     assert columntasks.repeats(values) == [0] * (2 * N)
 
@@ -262,11 +272,19 @@ def test_a_result_repeating_one_object_keeps_it_one(column_pool: InterpreterPool
     (columntasks.labels, str), (columntasks.blobs, bytes),
 ])
 def test_map_results_of_each_kind_arrive_in_order(
-        column_pool: InterpreterPool, target: Any, kind: type) -> None:
+        column_pool: InterpreterPool | ProcessPool, target: Any, kind: type) -> None:
     items = range(20_000)
     results = list(column_pool.map(target, items))
     assert results == [target(i) for i in items]
     assert {type(r) for r in results} == {kind}
+
+
+def test_a_worker_process_loads_the_engine_for_its_first_list_result() -> None:
+    with ProcessPool(workers=1, init=INIT) as pool:
+        assert pool.call(columntasks.engine_loaded) is False  # not at start: ready sooner
+        assert pool.call(columntasks.packed_here, list(range(N))) == "Column"
+        assert pool.call(columntasks.engine_loaded) is True
+        assert pool.call(columntasks.package_finds_the_loaded_engine) is True
 
 
 def test_a_worker_process_reads_packed_requests_and_answers_as_usual() -> None:
