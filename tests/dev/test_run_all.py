@@ -4,7 +4,10 @@ fails the step and is shown whole."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -201,3 +204,37 @@ def test_a_repeat_of_whole_directories_repeats_both_halves() -> None:
     steps = run_all.steps_of(options, "b")
     assert [name for name, _, _, _ in steps] == ["pytest run 1/2", "pytest run 2/2"]
     assert all(len(commands) == 2 for _, commands, _, _ in steps)
+
+
+def running(pid: int) -> bool:
+    """Whether the process runs: neither gone nor a zombie left to reap."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_the_load_dies_with_a_run_killed_without_warning() -> None:
+    # A test run stopped by SIGTERM or SIGKILL (a CI timeout, a user's kill)
+    # must not leave its CPU hogs behind.
+    script = (
+        f"import sys, time; sys.path.insert(0, {str(TESTS)!r})\n"
+        "import run_all\n"
+        "with run_all.cpu_hog(True):\n"
+        "    time.sleep(600)\n"
+    )
+    run = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.DEVNULL)
+    hogs: list[int] = []
+    deadline = time.monotonic() + 60
+    while len(hogs) < (os.process_cpu_count() or 1) and time.monotonic() < deadline:
+        hogs = [int(pid) for pid in subprocess.run(
+            ["pgrep", "-P", str(run.pid)], capture_output=True, text=True).stdout.split()]
+        time.sleep(0.05)
+    assert hogs, "the run started no hog"
+    run.kill()
+    run.wait()
+    deadline = time.monotonic() + 60
+    while any(running(pid) for pid in hogs) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [pid for pid in hogs if running(pid)]
