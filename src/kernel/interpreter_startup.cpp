@@ -327,24 +327,12 @@ void interpreter::wire_shell() {
       "text"_a, "replace"_a = false);
   // Interrupts reach the user's code only (see interrupter.hpp). IPython runs
   // it in the coroutine run_code, hence a Python wrapper.
-  // Named in the kernel's package: the debugger hides that package's frames,
-  // so the Call Stack starts at the cell, as ipykernel's does.
-  py::dict scope("__name__"_a = "interp_rpc_kernel.interruptible");
-  py::exec(R"(
-def interruptible(run_code, open_window, close_window):
-    async def run_interruptible_code(code_obj, result=None, *, async_=False):
-        open_window()
-        try:
-            return await run_code(code_obj, result, async_=async_)
-        finally:
-            close_window()
-    return run_interruptible_code
-)",
-           scope);
+  const py::object interruptible =
+      py::module_::import("interp_rpc_kernel.interruptible").attr("interruptible");
   // Only the main thread's code: a subshell's cell runs run_code on its own
   // thread, and a window it opened would let an interrupt trip the main
   // thread wherever that is, in IPython's bookkeeping too.
-  m_shell.attr("run_code") = scope["interruptible"](
+  m_shell.attr("run_code") = interruptible(
       m_shell.attr("run_code"), py::cpp_function([this] {
         if (on_main_thread()) m_interrupter.open();
       }),

@@ -108,8 +108,8 @@ class interrupter {
   };
 
   // Main thread, holding the GIL, around a whole request: closes the window
-  // if Python left it open (a KeyboardInterrupt raised just as open()
-  // returned skips the matching close()).
+  // if Python left it open (a coroutine of IPython's dropped before its
+  // finally ran), so that no window outlives its request.
   class request_guard {
    public:
     explicit request_guard(interrupter& owner) : m_owner(owner) {}

@@ -277,27 +277,44 @@ def keep_interrupting(kernel: Kernel, stop: threading.Event, sent: list[str]) ->
         sent.extend(send_interrupts(kernel, pause=0.001))
 
 
-def test_interrupting_over_and_over_keeps_one_whole_report(shared_kernel: Kernel) -> None:
-    # A user who keeps pressing Ctrl-C: interrupts land in the loop, in its
-    # report and after the cell. There is one report, IPython's whole one.
+def interrupt_over_and_over(kernel: Kernel, code: str) -> None:
+    """Runs code, which prints 'started' first, and keeps interrupting it
+    until it ends: it ends with one report, IPython's whole one."""
     for _ in range(5):
-        msg_id = shared_kernel.send("print('started', flush=True)\nwhile True:\n    pass")
-        wait_for_text(shared_kernel, msg_id, "started")
+        msg_id = kernel.send(code)
+        wait_for_text(kernel, msg_id, "started")
         # One thread sends on the control socket, then this one reads it.
         stop = threading.Event()
         interrupts: list[str] = []
         interrupter = threading.Thread(target=keep_interrupting,
-                                       args=(shared_kernel, stop, interrupts))
+                                       args=(kernel, stop, interrupts))
         interrupter.start()
         try:
-            execution = shared_kernel.collect(msg_id)
+            execution = kernel.collect(msg_id)
         finally:
             stop.set()
             interrupter.join()
-        wait_for_control_replies(shared_kernel, interrupts)
+        wait_for_control_replies(kernel, interrupts)
         assert execution.reply["content"]["ename"] == "KeyboardInterrupt"
         errors = execution.of_type("error")
         assert [e["content"]["ename"] for e in errors] == ["KeyboardInterrupt"]
         assert len(errors[0]["content"]["traceback"]) > 1  # IPython's, not a stand-in
         assert execution.stream("stderr") == ""
-    assert shared_kernel.execute("1 + 1").status == "ok"
+    assert kernel.execute("1 + 1").status == "ok"
+
+
+def test_interrupting_over_and_over_keeps_one_whole_report(shared_kernel: Kernel) -> None:
+    # A user who keeps pressing Ctrl-C: interrupts land in the loop, in its
+    # report and after the cell.
+    interrupt_over_and_over(shared_kernel, "print('started', flush=True)\nwhile True:\n    pass")
+
+
+def test_interrupts_between_the_statements_of_a_cell_keep_one_whole_report(
+        shared_kernel: Kernel) -> None:
+    # IPython runs each top-level statement on its own, with its bookkeeping
+    # in between: in a cell of many short statements, the first interrupt
+    # lands there, and is raised as the next statement starts, while the
+    # next interrupts come.
+    statements = "x = 1\n" * 3000
+    interrupt_over_and_over(
+        shared_kernel, f"print('started', flush=True)\n{statements}while True:\n    pass")
