@@ -20,13 +20,15 @@ RunCode = Callable[..., Coroutine[Any, Any, bool]]
 
 def interruptible(run_code: RunCode, open_window: Callable[[], None],
                   close_window: Callable[[], None]) -> RunCode:
+    # open_window() raises the KeyboardInterrupt kept for this statement. It
+    # is inside the try, which closes the window: IPython reports that
+    # interrupt after this returns, and an interrupt in an open window would
+    # stop the report and be reported as a second error. The report shows
+    # the lines around open_window(), hence the comment there.
     async def run_interruptible_code(code_obj: Any, result: Any = None, *,
                                      async_: bool = False) -> bool:
         try:
-            # Inside the try: a KeyboardInterrupt raised as the window opens
-            # must still close it, or IPython's report of it would run in an
-            # open window, where the next interrupt reports a second error.
-            # The interrupt stopped the cell between two statements.
+            # Interrupted between two statements of the cell:
             open_window()
             return await run_code(code_obj, result, async_=async_)
         finally:
