@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "_core_calls.hpp"
+#include "_core_drain.hpp"
 #include "core/build_info.hpp"
 #include "core/clock.hpp"
 #include "core/codes.hpp"
@@ -445,6 +446,9 @@ PYBIND11_MODULE(_core, m) {
   py::object pack_column = py::reinterpret_steal<py::object>(core::new_pack_column_function());
   if (!pack_column) throw py::error_already_set();
   m.attr("pack_column") = pack_column;
+  py::object drain = py::reinterpret_steal<py::object>(new_drain_type());
+  if (!drain) throw py::error_already_set();
+  m.attr("drain") = drain;
 
   // The status tables' rules for "stuck" and "debugging" (core/live_view.hpp),
   // for what Python shows of a worker's state (WorkerStatus.displayed_state).

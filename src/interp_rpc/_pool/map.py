@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from interp_rpc._pool.chunk_sizer import ChunkSizer
 from interp_rpc._pool.chunks import chunk_arguments, chunk_results
+from interp_rpc._pool.engine import _core
 from interp_rpc._pool.map_spec import map_spec
 from interp_rpc.errors import MISSING, CallTimeoutError, RemoteError
 
@@ -222,8 +223,8 @@ class MapRun:
         return MapIterator.over(self)
 
     def _chunks(self) -> Generator[Iterator[Any]]:
-        """Each chunk's results, in order, as an iterator that pops them (so
-        that no result stays referenced here after it was taken); the
+        """Each chunk's results, in order, as an iterator that lets go of each
+        one as it hands it over (_core_drain.hpp); the
         generator cancels what is left when closed, collected, or ended by
         an error. A failing item raises after the results before it."""
         try:
@@ -239,8 +240,7 @@ class MapRun:
                 if not self._exhausted:
                     self._refill()
                 self._done += len(values)
-                values.reverse()
-                yield map(list.pop, itertools.repeat(values, len(values)))
+                yield _core.drain(values)
                 if failure is not None:
                     raise failure
         finally:
