@@ -9,6 +9,7 @@
 #include "core/codes.hpp"
 #include "core/fault_injection.hpp"
 #include "core/packed_column.hpp"
+#include "core/stoppable_items.hpp"
 
 namespace interp_rpc::core {
 
@@ -109,11 +110,14 @@ worker_functions bootstrap(const pool_options& options, int& kind, std::string& 
   py_ref filename = py_ref::steal(PyUnicode_FromString(options.bootstrap_filename.c_str()));
   py_ref code = py_ref::steal(Py_CompileString(options.bootstrap_source.c_str(),
                                                options.bootstrap_filename.c_str(), Py_file_input));
-  // The worker's Python code packs its results with it (_worker/columns.py).
+  // The worker's Python code packs its results with it (_worker/columns.py),
+  // and its chunk loops take their items through stoppable_items.
   py_ref pack_column = py_ref::steal(new_pack_column_function());
-  if (!filename || !code || !pack_column ||
+  py_ref stoppable_items = py_ref::steal(new_stoppable_items_type());
+  if (!filename || !code || !pack_column || !stoppable_items ||
       PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins()) < 0 ||
       PyDict_SetItemString(globals, "pack_column", pack_column.get()) < 0 ||
+      PyDict_SetItemString(globals, "stoppable_items", stoppable_items.get()) < 0 ||
       PyDict_SetItemString(globals, "__file__", filename.get()) < 0 ||
       PyDict_SetItemString(PyImport_GetModuleDict(), "_interp_rpc_worker", module.get()) < 0) {
     kind = reply_kind_engine_error;

@@ -34,6 +34,7 @@
 #include "core/clock.hpp"
 #include "core/codes.hpp"
 #include "core/held_result.hpp"
+#include "core/stoppable_items.hpp"
 #include "core/live_feed.hpp"
 #include "core/live_view.hpp"
 #include "core/packed_column.hpp"
@@ -446,6 +447,11 @@ PYBIND11_MODULE(_core, m) {
   py::object pack_column = py::reinterpret_steal<py::object>(core::new_pack_column_function());
   if (!pack_column) throw py::error_already_set();
   m.attr("pack_column") = pack_column;
+  // The chunk loops' items (core/stoppable_items.hpp), for worker processes.
+  py::object stoppable_items =
+      py::reinterpret_steal<py::object>(core::new_stoppable_items_type());
+  if (!stoppable_items) throw py::error_already_set();
+  m.attr("stoppable_items") = stoppable_items;
   py::object drain = py::reinterpret_steal<py::object>(new_drain_type());
   if (!drain) throw py::error_already_set();
   m.attr("drain") = drain;

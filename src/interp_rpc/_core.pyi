@@ -1,4 +1,4 @@
-from collections.abc import Iterator
+from collections.abc import Buffer, Iterable, Iterator
 from typing import Any
 
 STATUS_REPLIED: int
@@ -21,6 +21,13 @@ def pages_moved() -> int: ...
 def pack_column(
     values: list[Any] | tuple[Any, ...], max_item: int, /
 ) -> tuple[int, bytes | str, bytes | str | None] | None: ...
+
+class stoppable_items(Iterator[Any]):
+    def __new__(
+        cls, items: Iterable[Any], flag: Buffer, stopped: type[BaseException],
+        first_index: int, /,
+    ) -> stoppable_items: ...
+    def __next__(self) -> Any: ...
 
 class drain(Iterator[Any]):
     def __new__(cls, values: list[Any], /) -> drain: ...

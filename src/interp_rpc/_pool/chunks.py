@@ -27,13 +27,15 @@ if TYPE_CHECKING:
 
 
 def chunk_arguments(items: list[Any] | range, start: int, *, collect: bool, output: object = None,
-                    stop_flag: bytearray | None = None) -> tuple[Any, ...]:
+                    stop_flag: bytearray | int | None = None) -> tuple[Any, ...]:
     """The request arguments of a chunk of ``items`` whose first is item
     ``start`` of its run. ``collect``: a failing item's error takes its
     place among the results. ``output``: the id of the cross-interpreter
     queue its prints go to (or what stands for it, see
-    Pool.output_destination). ``stop_flag``: a byte of the caller's memory;
-    set to 1, the chunk stops before its next item."""
+    Pool.output_destination). ``stop_flag``: the map's flag, which set to
+    1 stops the chunk before its next item: a byte of the caller's memory
+    (which a subinterpreter reads itself), or the index of the map's byte
+    on a ProcessPool's stop board (process/stop_board.py)."""
     # A one-item chunk of a plain map carries no hooks (pickling them cost
     # 150 ns of the chunk's few µs in the caller).
     if len(items) == 1 and not collect and output is None:
@@ -44,7 +46,8 @@ def chunk_arguments(items: list[Any] | range, start: int, *, collect: bool, outp
         # crosses as an out-of-band buffer, which the engine must release
         # after the call: with chunksize=1 that cost about a quarter of each
         # item's time.
-        hooks["stop"] = pickle.PickleBuffer(stop_flag)
+        hooks["stop"] = (pickle.PickleBuffer(stop_flag) if isinstance(stop_flag, bytearray)
+                         else stop_flag)
     return (items, hooks)
 
 

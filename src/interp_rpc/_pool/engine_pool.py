@@ -58,9 +58,6 @@ class EnginePool[Call: EngineCall](Executor, metaclass=abc.ABCMeta):
     _future_type: ClassVar[type[CallFuture]] = CallFuture
     #: How long a pool whose setup failed gives its workers to end.
     _failed_setup_close_timeout: ClassVar[float] = 1.0
-    #: Whether a map's stop flag (a byte of the caller's memory) reaches the
-    #: workers, so that sending it with each chunk is worth its cost.
-    _workers_read_stop_flag: ClassVar[bool] = True
     #: How fast a map's chunks grow before the item cost is known (see
     #: ChunkSizer): faster where each chunk costs more to send and reply.
     _chunk_growth: ClassVar[int] = 2
@@ -272,6 +269,14 @@ class EnginePool[Call: EngineCall](Executor, metaclass=abc.ABCMeta):
         return [EngineRecord._make(r).public() for r in self._engine.records(after)]
 
     # -------------------------------------------------------------- internals
+
+    def _map_stop_flag(self, run: MapRun) -> tuple[bytearray | memoryview, bytearray | int | None]:
+        """A map's stop flag: the byte the map sets to stop its running
+        chunks before their next item, and what each chunk carries for its
+        worker to read it (see chunks.chunk_arguments; None: nothing). Here
+        a subinterpreter reads the byte itself, in the caller's memory."""
+        flag = bytearray(1)
+        return flag, flag
 
     def _encode(self, target: object, args: tuple[Any, ...], kwargs: dict[str, Any],
                 mode: str = "call", item_index: int = -1,

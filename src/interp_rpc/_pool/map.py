@@ -101,8 +101,9 @@ class MapRun:
         self._measured_id = 0  # the last chunk whose cost the sizer has seen
         self._batch_items = 1  # how many items the next batch of chunks waits for
         self._output = output
-        # Set to 1 to stop the running chunks before their next item.
-        self._stop_flag = bytearray(1)
+        # Set to 1 to stop the running chunks before their next item; what
+        # each chunk carries for its worker to read it.
+        self._stop_flag, self._stop_carried = pool._map_stop_flag(self)
         self._finished_at_stop: int | None = None
         # Set by another thread (request_stop); read by the collecting one.
         self._stop_requested = False
@@ -177,7 +178,7 @@ class MapRun:
         # the chunks sent after it started.
         mode = pool._profiling.chunk_mode(self._spec.mode, len(chunk))
         args = chunk_arguments(chunk, start, collect=self._spec.collect, output=self._output,
-                               stop_flag=self._stop_flag if pool._workers_read_stop_flag else None)
+                               stop_flag=self._stop_carried)
         return pool._encode(self._spec.fn, args, {}, mode, start, self._spec.normalized)
 
     def _send(self, batch: list[tuple[int, int, EncodedCall]]) -> None:

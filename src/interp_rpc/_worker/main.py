@@ -84,25 +84,39 @@ def _cell_result_text(value: Any) -> str:
     return text
 
 
-#: The engine's column packer (core/packed_column.hpp), which the engine puts
-#: in a subinterpreter worker's module before running it. A worker process
-#: loads it with ``load_pack_column`` (set by process/child.py), at its first
-#: result that is a list or tuple; None where it cannot.
+#: The engine's column packer (core/packed_column.hpp) and the chunk loops'
+#: stoppable_items (core/stoppable_items.hpp), which the engine puts in a
+#: subinterpreter worker's module before running it. A worker process loads
+#: the engine's module with ``load_engine`` (set by process/child.py) when it
+#: first needs one of them; they stay None where it cannot.
 _pack_column: Any = globals().get("pack_column")
-load_pack_column: Callable[[], Any] | None = None
+_stoppable_items: Any = globals().get("stoppable_items")
+load_engine: Callable[[], ModuleType | None] | None = None
+#: A worker process's view of its pool's stop board (process/stop_board.py),
+#: set by child.py: there a chunk names its map's stop flag by its index.
+stop_board: memoryview | None = None
 # columns.py, loaded by the first result that is a list or tuple.
 _columns_module: ModuleType | None = None
+
+
+def _load_engine() -> None:
+    """A worker process's engine parts, loaded once (see load_engine)."""
+    global _pack_column, _stoppable_items, load_engine
+    if load_engine is None:
+        return
+    engine, load_engine = load_engine(), None
+    if engine is not None:
+        _pack_column = getattr(engine, "pack_column", None)
+        _stoppable_items = getattr(engine, "stoppable_items", None)
 
 
 def _packed(result: Any, mode: str, beside: int | None = None) -> Any:
     """A result (a call's, or a chunk's ``(values, *rest)``) whose list or
     tuple of scalars crosses as one column (columns.py); ``beside``: the
     payload size from which it crosses out of band."""
-    global _columns_module, _pack_column, load_pack_column
+    global _columns_module
     if _pack_column is None:
-        if load_pack_column is None:
-            return result
-        _pack_column, load_pack_column = load_pack_column(), None
+        _load_engine()
         if _pack_column is None:
             return result
     if _columns_module is None:
@@ -347,37 +361,31 @@ def _run_chunk(
     (results so far, index of the failed item or -1, its pickled description).
     The failure's traceback starts in the target, below our ``own_frames``.
 
-    ``stop`` is the map's stop flag (see MapRun), read before every item: the
-    check is inline, not a wrapper around fn, because a wrapper's call costs
-    more than an item of a tiny-item map."""
+    ``stop`` is the map's stop flag (see MapRun), read before every item by
+    the items' iterator (stoppable_items), not by a wrapper around fn, whose
+    call costs more than an item of a tiny-item map."""
     results: list[Any] = []
     append = results.append
+    # The flag is read by stoppable_items, in C, before it hands over each
+    # item: read here (`if stop[0]:`), it cost a tiny item 60% more.
+    taken = items if stop is None else _stoppable_items(items, stop, MapStopped, first_index)
     # One loop per case: choosing fn(*item) or fn(item) inside the loop cost
     # a fifth of a tiny item's time (11 of 57 ns per item, measured).
     try:
-        if stop is None:
-            if star:
-                for item in items:
-                    append(fn(*item))
-            else:
-                for item in items:
-                    append(fn(item))
-        elif star:
-            for item in items:
-                if stop[0]:
-                    raise MapStopped(
-                        f"the map was stopped before item {first_index + len(results)}")
+        if star:
+            for item in taken:
                 append(fn(*item))
         else:
-            for item in items:
-                if stop[0]:
-                    raise MapStopped(
-                        f"the map was stopped before item {first_index + len(results)}")
+            for item in taken:
                 append(fn(item))
     except BaseException as exc:
         # Every item before the failing one appended its result.
         call: Any = (tuple(items[len(results)]) if star else (items[len(results)],), {})
         return results, len(results), wire.dumps(_failure(exc, own_frames, call))
+    finally:
+        # The failure's frames keep it: it lets go of the flag now, so that
+        # execute() can release the flag's view.
+        taken = None
     return results, -1, None
 
 
@@ -386,14 +394,32 @@ class MapStopped(Exception):
     iterator closed): the chunk ends before its next item."""
 
 
+def _stop_flag(hooks: dict[str, Any] | None) -> memoryview | None:
+    """A chunk's stop flag, as its loop reads it: the caller's byte itself
+    (a subinterpreter), or its byte of the pool's stop board (a worker
+    process, where the chunk carries the byte's index). None when the chunk
+    has none, or the worker process cannot read it (its chunks then run to
+    their end)."""
+    flag = None if hooks is None else hooks.get("stop")
+    if flag is None:
+        return None
+    if _stoppable_items is None:
+        _load_engine()
+        if _stoppable_items is None:
+            return None
+    if isinstance(flag, int):
+        return None if stop_board is None else stop_board[flag:flag + 1]
+    return flag if isinstance(flag, memoryview) else None
+
+
 def _hooked(fn: Callable[..., Any], hooks: dict[str, Any], relay: Any,
-            failures: list[tuple[int, dict[str, str]]]) -> Callable[..., Any]:
+            failures: list[tuple[int, dict[str, str]]],
+            stop: memoryview | None) -> Callable[..., Any]:
     """fn, called once per item of a chunk with what the map asked (see
-    MapRun): before each item, stop if the map was stopped (its "stop" flag
-    is the caller's memory, read here), and label the output; with
-    "collect", an item's error is kept in ``failures`` (chunk offset,
-    description) and the chunk goes on."""
-    stop = hooks.get("stop")
+    MapRun): before each item, stop if the map was stopped (``stop``, the
+    map's flag, read here), and label the output; with "collect", an item's
+    error is kept in ``failures`` (chunk offset, description) and the chunk
+    goes on."""
     collect = hooks.get("collect", False)
     next_index = hooks["start"]
     first = next_index
@@ -454,14 +480,13 @@ def execute(request: memoryview, buffers: list[memoryview]) -> Reply:
     relay = None
     failures: list[tuple[int, dict[str, str]]] = []
     own_frames = 1  # ours above the target in a failure's traceback
-    stop: memoryview | None = None
+    stop = _stop_flag(hooks)
     if hooks is not None:
         if hooks.get("output") is not None:
             relay = _output_relay(hooks["output"])
-        if relay is None and not hooks.get("collect", False):
-            stop = hooks.get("stop")  # the only hook: the chunk loops read it inline
-        else:
-            fn = _hooked(fn, hooks, relay, failures)
+        if relay is not None or hooks.get("collect", False):
+            fn = _hooked(fn, hooks, relay, failures, stop)
+            stop = None  # read by the hook
             own_frames = 2
     profiler = _function_profiler if fn is not profile_functions else None
     if profiler is not None:
@@ -485,10 +510,10 @@ def execute(request: memoryview, buffers: list[memoryview]) -> Reply:
         call = (args, kwargs) if mode == "call" else None
         return wire.RAISED, wire.dumps(_failure(exc, 1, call)), loaded - started, 0
     finally:
-        # The stop flag is a view of the caller's memory: let go of it now,
-        # whatever still refers to it (a failure's frames), so the call does
-        # not count as keeping the caller's buffer.
-        if hooks is not None and hooks.get("stop") is not None:
+        # The stop flag is a view of the caller's memory (or of the stop
+        # board): let go of it now, whatever still refers to it (a failure's
+        # frames), so the call does not count as keeping the caller's buffer.
+        if hooks is not None and isinstance(hooks.get("stop"), memoryview):
             hooks["stop"].release()
     if profiler is not None:
         profiler.disable()

@@ -4,18 +4,21 @@ It imports only the standard library and loads the worker code every
 subinterpreter worker runs (``_worker/main.py``) by path, so a call runs
 here exactly as it would in a subinterpreter: same unpickling, target
 resolution, chunk loop and replies. The engine's extension module is loaded
-only by the first result that is a list or tuple, for its column packer.
+only when a call first needs it: for the column packer, by the first result
+that is a list or tuple; for the chunk loops' stoppable items, by the first
+chunk its map may stop.
 Usage::
 
-    python3 child.py REQUESTS REPLIES LIFELINE FILES
+    python3 child.py REQUESTS REPLIES LIFELINE FILES STOP_BOARD
 
-four inherited descriptors: requests are read from the pipe REQUESTS and
+five inherited descriptors: requests are read from the pipe REQUESTS and
 replies written to the pipe REPLIES (see framing.py), a result's large
 buffers beside its pickle; the socket FILES passes the descriptors of
-new shared memory segments both ways (segments.py); LIFELINE is a pipe whose other end
-only the pool holds. When the pool's process ends, however it ends (even
-SIGKILL), the pipe reports end-of-file and this process exits at once, so
-no worker outlives its pool.
+new shared memory segments both ways (segments.py); STOP_BOARD is the
+memory of the pool's maps' stop flags (stop_board.py); LIFELINE is a pipe
+whose other end only the pool holds. When the pool's process ends, however
+it ends (even SIGKILL), the pipe reports end-of-file and this process exits
+at once, so no worker outlives its pool.
 """
 
 from __future__ import annotations
@@ -64,27 +67,28 @@ def _load(path: str, name: str) -> ModuleType:
     return module
 
 
-def _engine_packer(package: str) -> object:
-    """The engine's column packer, from the package's extension module
-    (loaded here once, under its own name, so that a target importing
-    interp_rpc finds it loaded); None where it does not load."""
+def _engine(package: str) -> ModuleType | None:
+    """The package's extension module (loaded here once, under its own name,
+    so that a target importing interp_rpc finds it loaded); None where it
+    does not load."""
     engine = sys.modules.get(ENGINE_MODULE)
-    if engine is None:
-        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-            path = os.path.join(package, "_core" + suffix)
-            if os.path.exists(path):
-                break
-        else:
-            return None
-        try:
-            spec = importlib.util.spec_from_file_location(ENGINE_MODULE, path)
-            assert spec is not None and spec.loader is not None
-            engine = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(engine)
-        except ImportError:
-            return None
-        sys.modules[ENGINE_MODULE] = engine
-    return getattr(engine, "pack_column", None)
+    if engine is not None:
+        return engine
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        path = os.path.join(package, "_core" + suffix)
+        if os.path.exists(path):
+            break
+    else:
+        return None
+    try:
+        spec = importlib.util.spec_from_file_location(ENGINE_MODULE, path)
+        assert spec is not None and spec.loader is not None
+        engine = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(engine)
+    except ImportError:
+        return None
+    sys.modules[ENGINE_MODULE] = engine
+    return engine
 
 
 def _watch_lifeline(fd: int) -> None:
@@ -106,9 +110,10 @@ def _await_request(requests: select.poll, spin_ns: int) -> None:
         pass
 
 
-def serve(requests: int, replies: int, lifeline: int, files_fd: int) -> None:
+def serve(requests: int, replies: int, lifeline: int, files_fd: int, stop_board: int) -> None:
     here = os.path.dirname(os.path.abspath(__file__))
     segments = _load(os.path.join(here, "segments.py"), "_interp_rpc_process_segments")
+    board = _load(os.path.join(here, "stop_board.py"), "_interp_rpc_process_stop_board")
     framing = _load(os.path.join(here, "framing.py"), "_interp_rpc_process_framing")
     # Calls see a fresh __main__, as in a subinterpreter, not this program's.
     main = ModuleType("__main__")
@@ -137,7 +142,8 @@ def serve(requests: int, replies: int, lifeline: int, files_fd: int) -> None:
         send(OUTPUT_TAG, [meta, text.encode("utf-8", "surrogatepass")])
 
     vars(worker)["output_transport"] = send_output  # see main.output_transport
-    vars(worker)["load_pack_column"] = lambda: _engine_packer(os.path.dirname(here))
+    vars(worker)["load_engine"] = lambda: _engine(os.path.dirname(here))
+    vars(worker)["stop_board"] = board.map_board(stop_board)
     out_of_band = worker.wire.OutOfBand(framing.SHARED_THRESHOLD)
     vars(worker)["result_out_of_band"] = out_of_band
     returned = worker.wire.RETURNED
@@ -179,7 +185,7 @@ if __name__ == "__main__":
     # Ctrl-C in a terminal reaches the whole process group: the pool, not
     # its workers, decides what an interrupt means.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    serve(*(int(fd) for fd in sys.argv[1:5]))
+    serve(*(int(fd) for fd in sys.argv[1:6]))
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)  # no wait for threads a call may have left running

@@ -48,6 +48,7 @@ from interp_rpc.process.child import (
     SETUP_TAG,
 )
 from interp_rpc.process.handle import ProcessCallHandle
+from interp_rpc.process.stop_board import StopBoard
 from interp_rpc.process.worker_process import ENDED, WorkerProcess
 
 
@@ -126,6 +127,8 @@ class ProcessEngine:
                                       "run_ns", "serialize_ns", "deserialize_ns",
                                       "result_serialize_ns"), 0)
         self.reader_threads: set[threading.Thread] = set()
+        #: The maps' stop flags, which every worker process maps.
+        self.stop_board = StopBoard()
         for slot in self._slots:
             self._start(slot)
 
@@ -138,7 +141,7 @@ class ProcessEngine:
         slot.reader_reads, slot.reader_parked = True, False
         slot.reader_watching, slot.reader_watch = False, True
         try:
-            slot.process = WorkerProcess(slot.index)
+            slot.process = WorkerProcess(slot.index, self.stop_board.fd)
             slot.process.send(SETUP_TAG, [self._setup])
         except OSError as exc:
             slot.process = None
@@ -607,9 +610,12 @@ class ProcessEngine:
             for thread in threads:
                 thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
             if any(t.is_alive() for t in threads):
-                return self._terminate_running(timeout, current)
+                left = self._terminate_running(timeout, current)
+                self.stop_board.close()
+                return left
             with self._lock:  # a replacement may have started meanwhile
                 threads = [t for t in self.reader_threads if t is not current]
+        self.stop_board.close()  # every reader has ended: no worker starts now
         return []
 
     def _cancel_queued_locked(self) -> list[ProcessCallHandle]:

@@ -71,9 +71,6 @@ class ProcessPool(EnginePool[ProcessCallHandle]):
     _future_type = ProcessCallFuture
     # Workers whose setup failed are of no use: end them at once.
     _failed_setup_close_timeout = 0.0
-    # A worker process reads a copy of what it is sent, so a map's stop flag
-    # would never change there, and checking it cost every item.
-    _workers_read_stop_flag = False
     # Each chunk costs a process a wake-up, a read and a reply: a map of
     # tiny items reaches its full chunks in four chunks rather than eleven.
     _chunk_growth = 8
@@ -94,6 +91,18 @@ class ProcessPool(EnginePool[ProcessCallHandle]):
         engine = ProcessEngine(workers, setup)
         _open_pools.add(self)  # from now on, exit closes it (_close_open_pools)
         return engine
+
+    def _map_stop_flag(self, run: MapRun) -> tuple[bytearray | memoryview, bytearray | int | None]:
+        """The map's byte of the stop board, which every worker process maps;
+        a chunk carries its index. Given back when the map goes. With every
+        byte taken, the map has a flag of its own that no worker reads."""
+        board = self._engine.stop_board
+        taken = board.take()
+        if taken is None:
+            return bytearray(1), None
+        index, flag = taken
+        weakref.finalize(run, board.give_back, index)
+        return flag, index
 
     # ------------------------------------------------------------------ calls
 

@@ -6,7 +6,8 @@ thread for this worker, or a caller reading its own reply), and a lifeline
 that the worker watches so that it exits when the pool's process is gone.
 Beside them, a socket passes the descriptors of new shared memory segments,
 both ways, and the pool's side of those segments is ``memory`` (see
-framing.py and segments.py). A pidfd tells the reader thread that the
+framing.py and segments.py); the process also maps the pool's stop board
+(stop_board.py). A pidfd tells the reader thread that the
 process ended while it was not reading, and an eventfd wakes it when a call
 is left to it.
 """
@@ -54,13 +55,15 @@ def exit_description(returncode: int) -> str:
 class WorkerProcess:
     """A started worker process; the pool's engine decides what it runs."""
 
-    def __init__(self, index: int) -> None:
+    def __init__(self, index: int, stop_board: int) -> None:
+        """``stop_board``: the descriptor of the pool's stop board
+        (stop_board.py), which the process maps."""
         self.index = index
         request_read, self._request_fd = os.pipe()
         self.reply_fd, reply_write = os.pipe()
         lifeline_read, self._lifeline_fd = os.pipe()
         self.files, files_end = framing.file_sockets()
-        ends = (request_read, reply_write, lifeline_read, files_end.fileno())
+        ends = (request_read, reply_write, lifeline_read, files_end.fileno(), stop_board)
         try:
             self.process = subprocess.Popen(
                 [python_executable(), str(CHILD_PROGRAM), *map(str, ends)],

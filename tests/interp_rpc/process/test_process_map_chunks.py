@@ -33,10 +33,11 @@ def spy_on_chunks(pool: InterpreterPool | ProcessPool, monkeypatch: pytest.Monke
     return sent
 
 
-def test_a_chunk_carries_no_stop_flag_to_a_worker_process(
+def test_a_chunk_carries_its_stop_flag_to_a_worker_process_as_an_index(
         process_pool: ProcessPool, monkeypatch: pytest.MonkeyPatch) -> None:
-    # The flag is a byte of the caller's memory: a process would read its own
-    # copy, which never changes, and checking it cost every item.
+    # A process would read its own copy of a byte of the caller's memory,
+    # which never changes: the chunk names its map's byte of the stop board
+    # (stop_board.py), which no buffer carries.
     sent = spy_on_chunks(process_pool, monkeypatch)
     assert list(process_pool.map(abs, range(-500, 500), chunksize=10)) == \
         [abs(x) for x in range(-500, 500)]
@@ -70,10 +71,8 @@ def test_chunks_grow_faster_on_processes_until_the_item_cost_is_known(
     assert sizes[:2] == [4, 4 * growth]
 
 
-def test_a_failing_item_still_raises_in_order_without_the_stop_flag(
-        process_pool: ProcessPool) -> None:
-    # What the flag would have done for a process, the caller does: the
-    # chunks after a failure are cancelled or their results dropped.
+def test_a_failing_item_raises_in_order(process_pool: ProcessPool) -> None:
+    # The chunks after a failure are cancelled, stopped or their results dropped.
     results = process_pool.map(divmod, [7] * 3000, [1] * 1500 + [0] + [1] * 1499)
     taken = []
     with pytest.raises(RemoteError) as caught:
