@@ -31,6 +31,20 @@ def idle(pool: ProcessPool) -> bool:
     return all(w.state == "idle" for w in pool.status())
 
 
+def close_a_map_in_its_first_item(pool: ProcessPool, gates: Gates, tmp_path: Path) -> list[Path]:
+    """Start a map of one chunk, close its results while the chunk runs its
+    first item, then let that item end. Returns the files its next items
+    would create, once the worker is idle."""
+    held = gates.new()
+    touched, touching = touch_items(tmp_path, 2)
+    results = pool.map("pooltasks.map_item", [held.map_item(0), *touching], chunksize=3)
+    held.wait_started()
+    results.close()
+    held.release()
+    wait_until(lambda: idle(pool), what="the worker idle")
+    return touched
+
+
 def test_closing_the_results_stops_a_running_chunk_before_its_next_item(
         make_process_pool: MakeProcessPool, gates: Gates, tmp_path: Path) -> None:
     pool = make_process_pool(workers=1)
@@ -52,14 +66,8 @@ def test_a_profiled_map_stops_its_running_chunk_too(
         make_process_pool: MakeProcessPool, gates: Gates, tmp_path: Path) -> None:
     # A profiled chunk times its items in a loop of its own.
     pool = make_process_pool(workers=1)
-    held = gates.new()
-    touched, touching = touch_items(tmp_path, 2)
     with pool.profile():
-        results = pool.map("pooltasks.map_item", [held.map_item(0), *touching], chunksize=3)
-        held.wait_started()
-        results.close()
-        held.release()
-        wait_until(lambda: idle(pool), what="the worker idle")
+        touched = close_a_map_in_its_first_item(pool, gates, tmp_path)
     assert not any(path.exists() for path in touched)
 
 
@@ -152,13 +160,8 @@ def test_with_every_byte_taken_a_map_still_runs_unstoppable(
         assert list(pool.map(abs, range(-100, 100), chunksize=10)) == \
             [abs(x) for x in range(-100, 100)]
         # Its running chunks finish rather than stop.
-        held = gates.new()
-        touched, touching = touch_items(tmp_path, 2)
-        results = pool.map("pooltasks.map_item", [held.map_item(0), *touching], chunksize=3)
-        held.wait_started()
-        results.close()
-        held.release()
-        wait_until(lambda: all(path.exists() for path in touched), what="the chunk finishing")
+        touched = close_a_map_in_its_first_item(pool, gates, tmp_path)
+        assert all(path.exists() for path in touched)
     finally:
         for byte in every:
             assert byte is not None
@@ -172,13 +175,7 @@ def test_a_replacement_worker_reads_the_board_too(
     os.kill(first, 9)
     wait_until(lambda: pool.worker_pids() not in ([], [first]), what="a replacement")
     wait_until(lambda: idle(pool), what="the replacement ready")
-    held = gates.new()
-    touched, touching = touch_items(tmp_path, 2)
-    results = pool.map("pooltasks.map_item", [held.map_item(0), *touching], chunksize=3)
-    held.wait_started()
-    results.close()
-    held.release()
-    wait_until(lambda: idle(pool), what="the worker idle")
+    touched = close_a_map_in_its_first_item(pool, gates, tmp_path)
     assert not any(path.exists() for path in touched)
 
 
