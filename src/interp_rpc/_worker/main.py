@@ -507,9 +507,9 @@ def execute(request: memoryview, buffers: list[memoryview]) -> Reply:
         call = (args, kwargs) if mode == "call" else None
         return wire.RAISED, wire.dumps(_failure(exc, 1, call)), loaded - started, 0
     finally:
-        # The stop flag is a view of the caller's memory (or of the stop
-        # board): let go of it now, whatever still refers to it (a failure's
-        # frames), so the call does not count as keeping the caller's buffer.
+        # A subinterpreter's stop flag is a view of the caller's memory: let
+        # go of it now, whatever still refers to it (a failure's frames), so
+        # the call does not count as keeping the caller's buffer.
         if hooks is not None and isinstance(hooks.get("stop"), memoryview):
             hooks["stop"].release()
     if profiler is not None:
