@@ -33,6 +33,18 @@ class MapRunning(Protocol):
         """The results, in order: what ``map`` returns."""
         ...
 
+    def request_stop(self) -> None:
+        """From any thread: the thread reading the results gets a
+        KeyboardInterrupt, as Ctrl-C there would raise (what %parallel_stop
+        does from a subshell)."""
+        ...
+
+    @property
+    def stops_running_chunks(self) -> bool:
+        """Whether a stop ends the running chunks before their next item
+        (else they run to their end)."""
+        ...
+
 
 class EverywhereRun(Protocol):
     """A call sent once to each of several workers (``run_everywhere``)."""

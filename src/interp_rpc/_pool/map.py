@@ -43,9 +43,9 @@ if TYPE_CHECKING:
 
 _CHUNKS_PER_WORKER = 8  # at least this many chunks per worker, for balance
 _MAX_BATCH_ITEMS = 1024  # the most items encoded before they are sent together
-# How often a caller waiting for a chunk looks whether another thread asked
-# the map to stop (request_stop); a finished chunk ends the wait at once.
-_STOP_CHECK_SECONDS = 0.05
+#: How often a caller waiting for a chunk looks whether another thread asked
+#: the map to stop (request_stop); a finished chunk ends the wait at once.
+STOP_CHECK_SECONDS = 0.05
 
 
 class MapIterator(itertools.chain[Any]):
@@ -259,8 +259,8 @@ class MapRun:
                 raise KeyboardInterrupt
             remaining = (None if self._spec.deadline is None
                          else max(0.0, self._spec.deadline - time.monotonic()))
-            wait = _STOP_CHECK_SECONDS if remaining is None else min(remaining,
-                                                                     _STOP_CHECK_SECONDS)
+            wait = STOP_CHECK_SECONDS if remaining is None else min(remaining,
+                                                                     STOP_CHECK_SECONDS)
             if handle.wait(wait):
                 return
             if remaining is not None and remaining <= wait:
@@ -269,7 +269,7 @@ class MapRun:
     def request_stop(self) -> None:
         """From any thread: the thread collecting the results gets a
         KeyboardInterrupt, as if Ctrl-C had interrupted it, within
-        ``_STOP_CHECK_SECONDS``; the chunks not started are cancelled and the
+        ``STOP_CHECK_SECONDS``; the chunks not started are cancelled and the
         running ones stop before their next item."""
         self._stop_requested = True
 
@@ -285,6 +285,13 @@ class MapRun:
             failure.partial_results = [*results, *[MISSING] * missing]
             raise
         return results
+
+    @property
+    def stops_running_chunks(self) -> bool:
+        """Whether a stop (an error, close(), Ctrl-C, request_stop) stops the
+        running chunks before their next item, rather than letting them run
+        to their end: whether its workers read its stop flag."""
+        return self._stop_carried is not None
 
     @property
     def delivered(self) -> int:

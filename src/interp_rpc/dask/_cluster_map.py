@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from interp_rpc._pool.chunks import chunk_arguments
 from interp_rpc._pool.encoding import encode_call
+from interp_rpc._pool.map import STOP_CHECK_SECONDS
 from interp_rpc._pool.map_spec import map_spec
 from interp_rpc.dask import _chunking
 from interp_rpc.errors import RemoteError
@@ -59,6 +60,8 @@ class ClusterMapRun:
         self._sending = False  # a thread is in _send_held's loop
         self._long_chunks = False  # one took QUEUE_AHEAD_LIMIT_S or more
         self._stopped = False
+        # Set by another thread (request_stop); read by the collecting one.
+        self._stop_requested = False
         self._done = 0  # items whose results were yielded
         slots = max(1, pool.workers)
         if isinstance(spec.items, (list, range)):
@@ -171,16 +174,42 @@ class ClusterMapRun:
         """The results, in order (what map() returns)."""
         return MapResults(self)
 
+    #: A stop cancels the chunks not started; the running ones run to their
+    #: end, in interpreters of other processes that read no flag of this one.
+    stops_running_chunks = False
+
+    def request_stop(self) -> None:
+        """From any thread: the thread collecting the results gets a
+        KeyboardInterrupt, as if Ctrl-C had interrupted it, within
+        STOP_CHECK_SECONDS, and the chunks not started are cancelled."""
+        self._stop_requested = True
+
+    def _values(self, job: Job) -> list[Any]:
+        """The chunk's values once it has finished; TimeoutError at the map's
+        deadline; KeyboardInterrupt once another thread asked the map to
+        stop, looked at before each wait (see MapRun._wait_for)."""
+        while True:
+            if self._stop_requested:
+                raise KeyboardInterrupt
+            remaining = (None if self._spec.deadline is None
+                         else max(0.0, self._spec.deadline - time.monotonic()))
+            wait = STOP_CHECK_SECONDS if remaining is None else min(remaining,
+                                                                     STOP_CHECK_SECONDS)
+            try:
+                values: list[Any] = job.future.result(wait)
+                return values
+            except TimeoutError:
+                if job.future.done() or (remaining is not None and remaining <= wait):
+                    raise
+
     def _generate(self) -> Generator[Any]:
         """The results, in order; the generator cancels what is left when
         closed, collected, or ended by an error."""
         try:
             while self._jobs:
                 job = self._jobs[0]
-                remaining = (None if self._spec.deadline is None
-                             else max(0.0, self._spec.deadline - time.monotonic()))
                 try:
-                    values = job.future.result(remaining)
+                    values = self._values(job)
                 except TimeoutError:
                     if job.future.done():
                         raise

@@ -31,7 +31,7 @@ from interp_rpc.notebook import (
 )
 
 if TYPE_CHECKING:
-    from interp_rpc._pool.contract import MapResults, Pool
+    from interp_rpc._pool.contract import MapRunning, Pool
     from interp_rpc.notebook.magics import ParallelMagics
 
 # A word that looks like an option, left after ITEMS: a hint when ITEMS fails.
@@ -147,25 +147,26 @@ def _map_polled(pool: Pool, target: Callable[..., Any] | str, items: list[Any],
     under the item that printed it."""
     progress = polled_view.MapView(pool, _targets.describe(target), len(items), stuck_after)
     printed = worker_output.WorkerOutput(pool)
-    received: MapResults
+    run: MapRunning | None = None
     results: list[Any] = []
     try:
         printed.start()
-        received = pool.map_run(target, (items,), timeout=args.timeout,
-                                chunksize=args.chunksize, buffersize=None,
-                                errors=args.errors, output=printed.relay.destination).results()
+        run = pool.map_run(target, (items,), timeout=args.timeout, chunksize=args.chunksize,
+                           buffersize=None, errors=args.errors,
+                           output=printed.relay.destination)
+        received = run.results()
         # Closed at once on an error or Ctrl-C: chunks not started are cancelled.
-        # Its results are read here only, so no other thread can stop it.
         with contextlib.closing(received), running_maps.running(
-                _targets.describe(target), len(items), lambda: len(results), stop=None):
+                _targets.describe(target), len(items), lambda: len(results), run.request_stop):
             progress.start()
             for value in received:
                 results.append(value)
                 progress.advance(len(results))
     except KeyboardInterrupt:
+        running = ("stop before their next item" if run is not None and run.stops_running_chunks
+                   else "finish on their own")
         print(f"Interrupted: {len(results)} of {len(items)} items had completed (in order); "
-              "chunks not started were cancelled, running ones finish on their own.",
-              file=sys.stderr)
+              f"chunks not started were cancelled, running ones {running}.", file=sys.stderr)
         raise
     except RemoteError as failure:
         failure.partial_results = [*results, *[MISSING] * (len(items) - len(results))]

@@ -30,9 +30,8 @@ class RunningMap:
     target: str
     total: int
     done: Callable[[], int]  # items finished so far (any thread)
-    # Makes the map's cell fail as Ctrl-C would; None: this map cannot be
-    # stopped from another thread (the pool's results are read in its own).
-    stop: Callable[[], None] | None
+    # From another thread: makes the map's cell fail as Ctrl-C would.
+    stop: Callable[[], None]
     # (call-log position, first call id) of a map on this process's engine,
     # from which a publisher counts its items without the GIL; None for a
     # pool whose progress is counted by the thread receiving its results.
@@ -59,8 +58,7 @@ _numbers = itertools.count(1)
 
 
 @contextmanager
-def running(target: str, total: int, done: Callable[[], int],
-            stop: Callable[[], None] | None,
+def running(target: str, total: int, done: Callable[[], int], stop: Callable[[], None],
             since: tuple[int, int] | None = None) -> Iterator[RunningMap]:
     """Lists the map run by the calling thread until the block ends."""
     with _lock:

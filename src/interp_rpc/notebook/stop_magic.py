@@ -36,10 +36,6 @@ def parallel_stop(self: ParallelMagics, line: str) -> None:
         return
     options.positive("--timeout", args.timeout)
     target = _chosen(rest)
-    if target.stop is None:
-        raise UsageError(f"map {target.number} runs on a pool whose results are read only "
-                         "by its own shell, which cannot be stopped from here; interrupt "
-                         "the kernel instead")
     target.stop()
     deadline = time.monotonic() + args.timeout
     while target in running_maps.all_running():

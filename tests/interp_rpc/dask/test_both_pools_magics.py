@@ -6,6 +6,7 @@ numpy loading in processes, the test says so)."""
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import json
 import pstats
@@ -359,3 +360,98 @@ def test_a_cell_past_its_timeout_stops_the_wait_and_names_the_workers(run: Run) 
     # The workers finish the cell on their own, then serve again.
     wait_until(lambda: run("%parallel print('back')").out == "[workers 0-1]\nback\n",
                CLUSTER_LIMIT, "both workers to serve again")
+
+
+HELD_MAP_TARGET = """%%parallel
+import os, pathlib, time
+def held(x, ran_in={ran_in!r}, started={started!r}, gate={gate!r}):
+    pathlib.Path(ran_in, f"ran-{{x}}").touch()
+    if x == 0:
+        pathlib.Path(started).touch()
+        while not os.path.exists(gate):
+            time.sleep(0.01)
+    return x
+"""
+
+
+def define_held(run: Run, tmp_path: Path) -> tuple[Path, Path]:
+    """A target ``held`` whose item 0 waits for a gate: (started, gate)."""
+    started, gate = tmp_path / "started", tmp_path / "gate"
+    ran = run(HELD_MAP_TARGET.format(ran_in=str(tmp_path), started=str(started),
+                                     gate=str(gate)))
+    assert ran.error is None, ran.shown
+    return started, gate
+
+
+def ran_items(tmp_path: Path) -> list[str]:
+    return sorted(p.name for p in tmp_path.glob("ran-*"))
+
+
+def check_the_running_chunk(kind: str, tmp_path: Path) -> None:
+    """After a stop of a map of one chunk (held over range(10)) in item 0:
+    the chunk ran no item after it, but on a dask cluster, where it runs
+    to its end."""
+    pool = current_pool()
+    wait_until(lambda: all(w.state == "idle" for w in pool.status()), CLUSTER_LIMIT,
+               "the workers idle")
+    if kind == "dask":
+        wait_until(lambda: len(ran_items(tmp_path)) == 10, CLUSTER_LIMIT, "the chunk's end")
+    else:
+        assert ran_items(tmp_path) == ["ran-0"]
+
+
+def test_ctrl_c_during_a_map_stops_its_running_chunk_before_its_next_item(
+        kind: str, run: Run, tmp_path: Path) -> None:
+    started, gate = define_held(run, tmp_path)
+
+    def interrupt_once_item_0_runs() -> None:
+        wait_until(started.exists, CLUSTER_LIMIT, "item 0 starting")
+        _thread.interrupt_main()
+
+    interrupter = threading.Thread(target=interrupt_once_item_0_runs)
+    interrupter.start()
+    try:
+        ran = run("%parallel_map --chunksize 10 held range(10)")
+    finally:
+        interrupter.join()
+        gate.touch()
+    assert isinstance(ran.error, KeyboardInterrupt), ran.shown
+    assert "Interrupted: 0 of 10 items had completed" in ran.err, ran.err
+    # What it says of the running chunk (a local pool names its workers).
+    said = {"local": "it stops after its current item",
+            "processes": "running ones stop before their next item.",
+            "dask": "running ones finish on their own."}[kind]
+    assert said in ran.err, ran.err
+    check_the_running_chunk(kind, tmp_path)
+
+
+def test_parallel_stop_from_another_shell_stops_a_map_as_ctrl_c_would(
+        kind: str, shell: InteractiveShell, run: Run, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # A subshell is another thread of the kernel: %parallel_stop there.
+    started, gate = define_held(run, tmp_path)
+    stopper_failed: list[BaseException] = []
+
+    def stop_once_item_0_runs() -> None:
+        try:
+            wait_until(started.exists, CLUSTER_LIMIT, "item 0 starting")
+            shell.run_line_magic("parallel_stop", "--timeout 60")
+        except BaseException as exc:  # the test's thread reports it
+            stopper_failed.append(exc)
+
+    stopper = threading.Thread(target=stop_once_item_0_runs)
+    stopper.start()
+    try:
+        ran = run("%parallel_map --chunksize 10 held range(10)")
+    finally:
+        stopper.join()
+        gate.touch()
+    assert not stopper_failed, stopper_failed
+    assert isinstance(ran.error, KeyboardInterrupt), ran.shown
+    assert "Interrupted: 0 of 10 items had completed" in ran.err, ran.err
+    # The stopping shell says so once the map has ended (maybe after the
+    # map's cell did).
+    stopping_shell = ran.out + capsys.readouterr().out
+    assert re.search(r"Stopped map \d+ \(\S*held\): 0 of 10 items had completed\.",
+                     stopping_shell), stopping_shell
+    check_the_running_chunk(kind, tmp_path)

@@ -51,7 +51,7 @@ def test_a_local_pool_is_one_group_and_other_states_are_counted_too() -> None:
 
 
 def test_the_running_map_is_its_progress() -> None:
-    with running_maps.running("f", 10, lambda: 4, None) as running:
+    with running_maps.running("f", 10, lambda: 4, lambda: None) as running:
         assert running_maps.current() is running
         progress = workers_status.map_progress(running_maps.current())
     assert running_maps.current() is None
@@ -68,11 +68,11 @@ def test_listeners_hear_a_map_start_and_end() -> None:
 
     running_maps.subscribe(listener)
     try:
-        with running_maps.running("g", 1, lambda: 0, None):
+        with running_maps.running("g", 1, lambda: 0, lambda: None):
             pass
     finally:
         running_maps.unsubscribe(listener)
-    with running_maps.running("h", 1, lambda: 0, None):
+    with running_maps.running("h", 1, lambda: 0, lambda: None):
         pass
     assert heard == ["g", None]
 
