@@ -55,9 +55,9 @@ def run_chunk_timed(fn: Callable[..., Any], items: list[Any], star: bool, key: o
     described, so that the worker describes it after the function profiler
     stopped.
 
-    ``stop`` is the map's stop flag, read before every item as _run_chunk
-    reads it (raising ``stopped``): inline, because a wrapper around fn
-    doubled the cost of a timed tiny item."""
+    ``stop`` is the map's stop flag, read before every item (raising
+    ``stopped``, as _run_chunk's stoppable_items does): inline, because a
+    wrapper around fn doubled the cost of a timed tiny item."""
     clock = time.monotonic_ns
     results: list[Any] = []
     append = results.append
