@@ -44,6 +44,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -82,6 +83,17 @@ def best_ns(run: Callable[[], object], repeats: int = 300) -> int:
     return best
 
 
+def worker_code() -> ModuleType:
+    """The code every worker runs, here in the caller, with what the engine
+    gives a worker: stoppable_items, which its chunk loop reads the map's
+    stop flag through (core/stoppable_items.hpp)."""
+    from interp_rpc import _core
+    from interp_rpc._worker import main as _worker
+
+    _worker._stoppable_items = _core.stoppable_items
+    return _worker
+
+
 def parts_ns(chunk_sizes: list[int]) -> dict[str, int]:
     """What per-item timing adds to one map with these chunks, from its parts,
     each timed alone in this thread (best of many runs: a busy machine only
@@ -89,9 +101,10 @@ def parts_ns(chunk_sizes: list[int]) -> dict[str, int]:
     and the caller keeping the items' times. The sums, in ns per map."""
     import workloads
 
-    from interp_rpc._worker import main as _worker
     from interp_rpc._worker import profiling as _worker_profiling
     from interp_rpc.profiling import recorder as _profiling
+
+    _worker = worker_code()
 
     class Session:  # what ProfileRecorder.item_marks writes to
         def __init__(self) -> None:
@@ -125,10 +138,10 @@ def count_part(part: str, chunk_sizes: list[int], group: int, maps: int) -> None
     times; "none": nothing), or ``maps`` whole plain maps ("map")."""
     import workloads
 
-    from interp_rpc._worker import main as _worker
     from interp_rpc._worker import profiling as _worker_profiling
     from interp_rpc.profiling import recorder as _profiling
 
+    _worker = worker_code()
     if part == "map":
         items = list(range(sum(chunk_sizes)))
         with InterpreterPool(workers=2, init="import workloads") as pool:
