@@ -48,6 +48,16 @@ _MAX_BATCH_ITEMS = 1024  # the most items encoded before they are sent together
 STOP_CHECK_SECONDS = 0.05
 
 
+def next_wait(deadline: float | None) -> tuple[float, bool]:
+    """How long a caller waiting for a chunk may block before it looks again
+    whether the map was asked to stop, and whether the map's ``deadline``
+    (time.monotonic(), None: none) has come by the end of that wait."""
+    if deadline is None:
+        return STOP_CHECK_SECONDS, False
+    remaining = max(0.0, deadline - time.monotonic())
+    return min(remaining, STOP_CHECK_SECONDS), remaining <= STOP_CHECK_SECONDS
+
+
 class MapIterator(itertools.chain[Any]):
     """What map() returns: the results in order, as Executor.map's iterator
     gives them, with its ``close()``. It chains the iterators of each
@@ -257,13 +267,10 @@ class MapRun:
                 # wait: when the caller is the slower side, every chunk is
                 # done before it is waited for, and no wait times out.
                 raise KeyboardInterrupt
-            remaining = (None if self._spec.deadline is None
-                         else max(0.0, self._spec.deadline - time.monotonic()))
-            wait = STOP_CHECK_SECONDS if remaining is None else min(remaining,
-                                                                     STOP_CHECK_SECONDS)
+            wait, deadline_reached = next_wait(self._spec.deadline)
             if handle.wait(wait):
                 return
-            if remaining is not None and remaining <= wait:
+            if deadline_reached:
                 raise self._timeout_error(handle)
 
     def request_stop(self) -> None:

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from interp_rpc._pool.chunks import chunk_arguments
 from interp_rpc._pool.encoding import encode_call
-from interp_rpc._pool.map import STOP_CHECK_SECONDS
+from interp_rpc._pool.map import next_wait
 from interp_rpc._pool.map_spec import map_spec
 from interp_rpc.dask import _chunking
 from interp_rpc.errors import RemoteError
@@ -191,15 +191,12 @@ class ClusterMapRun:
         while True:
             if self._stop_requested:
                 raise KeyboardInterrupt
-            remaining = (None if self._spec.deadline is None
-                         else max(0.0, self._spec.deadline - time.monotonic()))
-            wait = STOP_CHECK_SECONDS if remaining is None else min(remaining,
-                                                                     STOP_CHECK_SECONDS)
+            wait, deadline_reached = next_wait(self._spec.deadline)
             try:
                 values: list[Any] = job.future.result(wait)
                 return values
             except TimeoutError:
-                if job.future.done() or (remaining is not None and remaining <= wait):
+                if job.future.done() or deadline_reached:
                     raise
 
     def _generate(self) -> Generator[Any]:

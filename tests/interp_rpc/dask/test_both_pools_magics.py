@@ -23,6 +23,7 @@ from dask_support import CLUSTER_LIMIT, INIT
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from shell_support import (
+    Ran,
     Run,
     Shown,
     cell_runner,
@@ -400,23 +401,36 @@ def check_the_running_chunk(kind: str, tmp_path: Path) -> None:
         assert ran_items(tmp_path) == ["ran-0"]
 
 
-def test_ctrl_c_during_a_map_stops_its_running_chunk_before_its_next_item(
-        kind: str, run: Run, tmp_path: Path) -> None:
+def map_held_while(run: Run, tmp_path: Path, act: Callable[[], None]) -> Ran:
+    """Runs ``%parallel_map`` of ``held`` over range(10), one chunk, and,
+    once its item 0 runs, ``act()`` in another thread (as Ctrl-C or a
+    subshell would); then lets item 0 end."""
     started, gate = define_held(run, tmp_path)
+    failed: list[BaseException] = []
 
-    def interrupt_once_item_0_runs() -> None:
-        wait_until(started.exists, CLUSTER_LIMIT, "item 0 starting")
-        _thread.interrupt_main()
+    def act_once_item_0_runs() -> None:
+        try:
+            wait_until(started.exists, CLUSTER_LIMIT, "item 0 starting")
+            act()
+        except BaseException as exc:  # the test's thread reports it
+            failed.append(exc)
 
-    interrupter = threading.Thread(target=interrupt_once_item_0_runs)
-    interrupter.start()
+    actor = threading.Thread(target=act_once_item_0_runs)
+    actor.start()
     try:
         ran = run("%parallel_map --chunksize 10 held range(10)")
     finally:
-        interrupter.join()
+        actor.join()
         gate.touch()
+    assert not failed, failed
     assert isinstance(ran.error, KeyboardInterrupt), ran.shown
     assert "Interrupted: 0 of 10 items had completed" in ran.err, ran.err
+    return ran
+
+
+def test_ctrl_c_during_a_map_stops_its_running_chunk_before_its_next_item(
+        kind: str, run: Run, tmp_path: Path) -> None:
+    ran = map_held_while(run, tmp_path, _thread.interrupt_main)
     # What it says of the running chunk (a local pool names its workers).
     said = {"local": "it stops after its current item",
             "processes": "running ones stop before their next item.",
@@ -429,26 +443,8 @@ def test_parallel_stop_from_another_shell_stops_a_map_as_ctrl_c_would(
         kind: str, shell: InteractiveShell, run: Run, tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
     # A subshell is another thread of the kernel: %parallel_stop there.
-    started, gate = define_held(run, tmp_path)
-    stopper_failed: list[BaseException] = []
-
-    def stop_once_item_0_runs() -> None:
-        try:
-            wait_until(started.exists, CLUSTER_LIMIT, "item 0 starting")
-            shell.run_line_magic("parallel_stop", "--timeout 60")
-        except BaseException as exc:  # the test's thread reports it
-            stopper_failed.append(exc)
-
-    stopper = threading.Thread(target=stop_once_item_0_runs)
-    stopper.start()
-    try:
-        ran = run("%parallel_map --chunksize 10 held range(10)")
-    finally:
-        stopper.join()
-        gate.touch()
-    assert not stopper_failed, stopper_failed
-    assert isinstance(ran.error, KeyboardInterrupt), ran.shown
-    assert "Interrupted: 0 of 10 items had completed" in ran.err, ran.err
+    ran = map_held_while(run, tmp_path,
+                         lambda: shell.run_line_magic("parallel_stop", "--timeout 60"))
     # The stopping shell says so once the map has ended (maybe after the
     # map's cell did).
     stopping_shell = ran.out + capsys.readouterr().out
