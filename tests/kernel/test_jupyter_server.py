@@ -3,7 +3,14 @@
 jupyter_server drops IOPub output above its rate limit (by default 1,000
 messages a second over a 3 s window) and says "IOPub message rate
 exceeded". A kernel that sends one message per line loses lines of a loop
-printing 3,000 of them; one that coalesces, as ipykernel does, loses none."""
+printing 3,000 of them; one that coalesces, as ipykernel does, loses none.
+
+ipykernel 7.2, the peer here, now and then never reads a shell request that
+arrives while it sends another reply (its "shell ROUTER wedge", fixed
+upstream after 7.2.0): the cell never starts and nothing comes back. That
+is the peer's bug, not the output rate compared here, so the peer, and only
+the peer, gets a second kernel when its request was never read. Our
+kernel gets none: a request it never reads fails the test."""
 
 from __future__ import annotations
 
@@ -22,11 +29,16 @@ from urllib.error import URLError
 from urllib.request import Request, urlopen
 
 import pytest
-from conftest import BOTH_KERNELS
+from conftest import BOTH_KERNELS, PEER_KERNEL_NAME
 from tornado.websocket import websocket_connect
 
 LINES = 3000
 TOKEN = uuid.uuid4().hex
+SILENCE_SECONDS = 60
+
+
+class RequestNeverRead(AssertionError):
+    """Not one message about the request came back: the kernel never read it."""
 
 
 def free_port() -> int:
@@ -112,7 +124,15 @@ async def run_through_websocket(server: Server, kernel_id: str, code: str) -> li
         msg_id = request["header"]["msg_id"]
         messages: list[dict[str, Any]] = []
         while True:
-            raw = await asyncio.wait_for(connection.read_message(), timeout=60)
+            try:
+                raw = await asyncio.wait_for(connection.read_message(), timeout=SILENCE_SECONDS)
+            except TimeoutError:
+                if not messages:
+                    raise RequestNeverRead(f"nothing about it in {SILENCE_SECONDS} s") from None
+                raise AssertionError(
+                    f"silent for {SILENCE_SECONDS} s after {len(messages)} messages,"
+                    f" the last {messages[-1]['msg_type']}"
+                ) from None
             assert isinstance(raw, str), "the websocket closed"
             message: dict[str, Any] = json.loads(raw)
             if message["channel"] != "iopub" or message["parent_header"].get("msg_id") != msg_id:
@@ -124,15 +144,22 @@ async def run_through_websocket(server: Server, kernel_id: str, code: str) -> li
         connection.close()
 
 
-@pytest.mark.parametrize("kernel_name", BOTH_KERNELS)
-def test_a_loop_of_3000_lines_arrives_whole(server: Server, kernel_name: str) -> None:
+def run_in_new_kernel(server: Server, kernel_name: str, code: str) -> list[dict[str, Any]]:
     kernel = server.request("POST", "/api/kernels", {"name": kernel_name})
     try:
-        messages = asyncio.run(
-            run_through_websocket(server, kernel["id"], f"for i in range({LINES}): print(i)")
-        )
+        return asyncio.run(run_through_websocket(server, kernel["id"], code))
     finally:
         server.request("DELETE", f"/api/kernels/{kernel['id']}")
+
+
+@pytest.mark.parametrize("kernel_name", BOTH_KERNELS)
+def test_a_loop_of_3000_lines_arrives_whole(server: Server, kernel_name: str) -> None:
+    try:
+        messages = run_in_new_kernel(server, kernel_name, f"for i in range({LINES}): print(i)")
+    except RequestNeverRead:
+        if kernel_name != PEER_KERNEL_NAME:
+            raise
+        messages = run_in_new_kernel(server, kernel_name, f"for i in range({LINES}): print(i)")
     text = "".join(
         m["content"]["text"]
         for m in messages
