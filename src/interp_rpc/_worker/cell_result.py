@@ -10,7 +10,10 @@ rest; and a text still too long is cut, saying so.
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # as in main.py: a worker starts without typing
+if TYPE_CHECKING:
+    from typing import Any
+
 
 #: Items shown of a long list, tuple, set or dict: IPython's
 #: PlainTextFormatter.max_seq_length.

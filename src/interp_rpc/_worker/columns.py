@@ -23,8 +23,8 @@ a worker by path. It uses nothing but the standard library.
 from __future__ import annotations
 
 import pickle
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # as in main.py: a worker starts without typing
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import sys
 from types import ModuleType
-from typing import Any
+
+TYPE_CHECKING = False  # as in main.py: a worker starts without typing
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def refused_extension(exc: BaseException) -> str | None:

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Callable
-from typing import Any
+
+TYPE_CHECKING = False  # as in main.py: a worker starts without typing
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 
 class RelayedStream:

@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import Any
+
+TYPE_CHECKING = False  # as in main.py: a worker starts without typing
+if TYPE_CHECKING:
+    from typing import Any
 
 #: What a session's reader is handed in place of a command when the caller
 #: ends the session (Ctrl-C): pdb reads it as end of input and quits.

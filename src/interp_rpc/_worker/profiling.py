@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import time
 from array import array
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # as in main.py: a worker starts without typing
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
     from typing import Any

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import io
 import pickle
-from typing import TYPE_CHECKING
 
 # Every worker runs this module when it starts, so only pickle is imported
 # up front; the modules used on failure paths (traceback, re, pickletools)
 # are imported where they are needed. That keeps tens of milliseconds off
 # the time a pool takes to be ready.
+TYPE_CHECKING = False  # as in main.py: a worker starts without typing
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from typing import Any, SupportsIndex

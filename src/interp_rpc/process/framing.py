@@ -27,9 +27,11 @@ import os
 import pickle
 import socket
 import struct
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # a worker process starts without typing (4 ms to import)
 if TYPE_CHECKING:
+    from typing import Any
+
     from interp_rpc.process.segments import SharedMemory
 
 #: tag (a call id, or a control code), number of parts, of released and of

@@ -31,7 +31,10 @@ import collections
 import mmap
 import os
 import threading
-from typing import Any
+
+TYPE_CHECKING = False  # a worker process starts without typing (4 ms to import)
+if TYPE_CHECKING:
+    from typing import Any
 
 #: The most bytes of free segments one side keeps for reuse, per peer.
 CACHED_BYTES = 256 * 1024 * 1024

@@ -1,7 +1,9 @@
 """ProcessPool's layers, read from its source: what each part may import.
 
-- What a worker process loads (child.py, framing.py, segments.py) runs before any
-  package exists there: the standard library only.
+- What a worker process loads (child.py, framing.py, segments.py,
+  stop_board.py) runs before any package exists there: the standard library
+  only, and not typing (a worker process, started for every pool, would
+  take 3 to 4 ms more to start).
 - The rest is core, like ``_pool/``: neither the notebook layer, IPython
   nor the renderings.
 """
@@ -14,9 +16,10 @@ from pathlib import Path
 import pytest
 
 import interp_rpc
+from interp_rpc import ProcessPool
 
 PROCESS = Path(interp_rpc.__file__).parent / "process"
-WORKER_SIDE = ("child.py", "framing.py", "segments.py")
+WORKER_SIDE = ("child.py", "framing.py", "segments.py", "stop_board.py")
 
 # The pool tests' reader of import statements (outside TYPE_CHECKING).
 sys.path.insert(0, str(Path(__file__).parent.parent / "pool"))
@@ -38,3 +41,8 @@ def test_what_a_worker_process_loads_imports_the_standard_library_only(path: Pat
 def test_the_pool_side_imports_no_frontend(path: Path) -> None:
     frontends = ("interp_rpc.notebook", "interp_rpc.display", "IPython")
     assert [name for name, _ in imports(path) if name.startswith(frontends)] == []
+
+
+def test_a_new_worker_process_has_not_imported_typing() -> None:
+    with ProcessPool(workers=1) as pool:
+        assert pool.call("sys.modules.__contains__", "typing") is False
