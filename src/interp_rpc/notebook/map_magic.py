@@ -116,14 +116,15 @@ def _map_locally(pool: InterpreterPool, target: Callable[..., Any] | str, items:
     printed.start()
     run: MapRun | None = None
     succeeded: int | None = None  # when the map did not finish
+    stop = running_maps.StopOnceStarted()
     try:
-        run = MapRun(pool, target, (items,), timeout=args.timeout,
-                     chunksize=args.chunksize, buffersize=None,
-                     on_dispatched=view.start, errors=args.errors,
-                     output=printed.relay.destination)
         with running_maps.running(_targets.describe(target), len(items),
-                                  _item_count(pool, first, len(items)), run.request_stop,
-                                  since=first):
+                                  _item_count(pool, first, len(items)), stop, since=first):
+            run = MapRun(pool, target, (items,), timeout=args.timeout,
+                         chunksize=args.chunksize, buffersize=None,
+                         on_dispatched=view.start, errors=args.errors,
+                         output=printed.relay.destination)
+            stop.started(run.request_stop)
             return run.collect()
     except RemoteError as failure:
         succeeded = sum(r is not MISSING for r in failure.partial_results or ())
@@ -149,19 +150,22 @@ def _map_polled(pool: Pool, target: Callable[..., Any] | str, items: list[Any],
     printed = worker_output.WorkerOutput(pool)
     run: MapRunning | None = None
     results: list[Any] = []
+    stop = running_maps.StopOnceStarted()
     try:
         printed.start()
-        run = pool.map_run(target, (items,), timeout=args.timeout, chunksize=args.chunksize,
-                           buffersize=None, errors=args.errors,
-                           output=printed.relay.destination)
-        received = run.results()
-        # Closed at once on an error or Ctrl-C: chunks not started are cancelled.
-        with contextlib.closing(received), running_maps.running(
-                _targets.describe(target), len(items), lambda: len(results), run.request_stop):
-            progress.start()
-            for value in received:
-                results.append(value)
-                progress.advance(len(results))
+        with running_maps.running(_targets.describe(target), len(items), lambda: len(results),
+                                  stop):
+            run = pool.map_run(target, (items,), timeout=args.timeout,
+                               chunksize=args.chunksize, buffersize=None, errors=args.errors,
+                               output=printed.relay.destination)
+            stop.started(run.request_stop)
+            received = run.results()
+            # Closed at once on an error or Ctrl-C: chunks not started are cancelled.
+            with contextlib.closing(received):
+                progress.start()
+                for value in received:
+                    results.append(value)
+                    progress.advance(len(results))
     except KeyboardInterrupt:
         running = ("stop before their next item" if run is not None and run.stops_running_chunks
                    else "finish on their own")

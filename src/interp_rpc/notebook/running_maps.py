@@ -49,6 +49,33 @@ class RunningMap:
                 f"done, running for {self.seconds():.1f} s")
 
 
+class StopOnceStarted:
+    """The ``stop`` of a map listed before it starts, as every map is: a
+    %parallel_stop may come between the listing and the first chunk. A stop
+    asked for before the map exists is kept and given to it as it starts
+    (``started``), which then stops as if Ctrl-C came at its first wait."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._stop: Callable[[], None] | None = None  # guarded by _lock
+        self._asked = False  # guarded by _lock
+
+    def __call__(self) -> None:
+        with self._lock:
+            self._asked = True
+            stop = self._stop
+        if stop is not None:
+            stop()
+
+    def started(self, stop: Callable[[], None]) -> None:
+        """The map exists now: ``stop()`` stops it."""
+        with self._lock:
+            self._stop = stop
+            asked = self._asked
+        if asked:
+            stop()
+
+
 Listener = Callable[["RunningMap | None"], None]
 
 _lock = threading.Lock()
@@ -60,7 +87,10 @@ _numbers = itertools.count(1)
 @contextmanager
 def running(target: str, total: int, done: Callable[[], int], stop: Callable[[], None],
             since: tuple[int, int] | None = None) -> Iterator[RunningMap]:
-    """Lists the map run by the calling thread until the block ends."""
+    """Lists the map run by the calling thread until the block ends. Enter
+    it before the map sends its first chunk (``stop``: a StopOnceStarted),
+    so that no item runs while %parallel_stop or %parallel_status would say
+    that no map is running."""
     with _lock:
         entry = RunningMap(next(_numbers), target, total, done, stop, since)
         _running[entry.number] = entry

@@ -14,6 +14,7 @@ import re
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -43,7 +44,7 @@ from interp_rpc import (
     ShareabilityError,
 )
 from interp_rpc.dask import ClusterPool
-from interp_rpc.notebook import ParallelCellError, current_pool
+from interp_rpc.notebook import ParallelCellError, current_pool, map_magic, running_maps
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -414,6 +415,7 @@ def map_held_while(run: Run, tmp_path: Path, act: Callable[[], None]) -> Ran:
             act()
         except BaseException as exc:  # the test's thread reports it
             failed.append(exc)
+            gate.touch()  # the map ends, and the test fails now, not at its timeout
 
     actor = threading.Thread(target=act_once_item_0_runs)
     actor.start()
@@ -426,6 +428,28 @@ def map_held_while(run: Run, tmp_path: Path, act: Callable[[], None]) -> Ran:
     assert isinstance(ran.error, KeyboardInterrupt), ran.shown
     assert "Interrupted: 0 of 10 items had completed" in ran.err, ran.err
     return ran
+
+
+def test_a_map_is_listed_before_it_sends_its_first_chunk(
+        kind: str, run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Else %parallel_stop or %parallel_status, in another shell, could find
+    no map while its first items already run (a ProcessPool's did)."""
+    listed_when_sent: list[list[str]] = []
+
+    def sending(make: Callable[..., Any]) -> Callable[..., Any]:
+        def recorded(*args: Any, **kwargs: Any) -> Any:
+            listed_when_sent.append([m.target for m in running_maps.all_running()])
+            return make(*args, **kwargs)
+        return recorded
+
+    if kind == "local":  # a local map sends its chunks as its MapRun is made
+        monkeypatch.setattr(map_magic, "MapRun", sending(map_magic.MapRun))
+    else:
+        pool = current_pool()
+        monkeypatch.setattr(pool, "map_run", sending(pool.map_run))
+    ran = run("%parallel_map math.sqrt [1.0, 4.0]")
+    assert ran.error is None, ran.shown
+    assert listed_when_sent == [["math.sqrt"]]
 
 
 def test_ctrl_c_during_a_map_stops_its_running_chunk_before_its_next_item(

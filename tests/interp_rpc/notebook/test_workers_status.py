@@ -84,3 +84,18 @@ def test_a_worker_in_a_post_mortem_session_shows_as_debugging() -> None:
     message = workers_status.status_message(POOL, [status(0, "busy", 30.0, target)], 10.0, None)
     assert message["groups"][0]["workers"][0]["state"] == "debugging"
     assert message["totals"]["debugging"] == 1 and message["totals"]["stuck"] == 0
+
+
+def test_a_stop_asked_before_the_map_started_is_given_to_it_as_it_starts() -> None:
+    stopped: list[str] = []
+    early = running_maps.StopOnceStarted()
+    early()
+    assert stopped == []
+    early.started(lambda: stopped.append("early"))
+    assert stopped == ["early"]
+
+    late = running_maps.StopOnceStarted()
+    late.started(lambda: stopped.append("late"))
+    assert stopped == ["early"]
+    late()
+    assert stopped == ["early", "late"]
