@@ -86,9 +86,12 @@ class Pool(Protocol):
 
     def map_run(self, fn: Callable[..., Any] | str, iterables: tuple[Iterable[Any], ...], *,
                 timeout: float | None, chunksize: int | None, buffersize: int | None,
-                errors: str, output: Any = None) -> MapRunning:
+                errors: str, output: Any = None,
+                on_start: Callable[[MapRunning], None] | None = None) -> MapRunning:
         """``map``, whose items' prints go to ``output`` (an
-        ``output_destination``) as they are printed."""
+        ``output_destination``) as they are printed. ``on_start(run)`` is
+        called before the first chunk is sent: a caller interrupted while the
+        map starts, before map_run returns, still holds the run to stop it."""
         ...
 
     def run_everywhere(self, target: Callable[..., Any] | str, args: tuple[Any, ...] = (),

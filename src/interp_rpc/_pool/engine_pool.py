@@ -150,13 +150,14 @@ class EnginePool[Call: EngineCall](Executor, metaclass=abc.ABCMeta):
 
     def map_run(self, fn: Callable[..., Any] | str, iterables: tuple[Iterable[Any], ...], *,
                 timeout: float | None, chunksize: int | None, buffersize: int | None,
-                errors: str, output: int | None = None) -> MapRun:
+                errors: str, output: int | None = None,
+                on_start: Callable[[MapRun], None] | None = None) -> MapRun:
         """The run behind map(), begun: its ``results()`` are what map()
         returns. ``output`` names the queue what the workers print is
         relayed into, so a notebook cell shows it under the item that
-        printed it."""
+        printed it; ``on_start``: see the pool contract."""
         return MapRun(self, fn, iterables, timeout=timeout, chunksize=chunksize,
-                      buffersize=buffersize, errors=errors, output=output)
+                      buffersize=buffersize, errors=errors, output=output, on_start=on_start)
 
     def run_everywhere(self, target: Callable[..., Any] | str, args: tuple[Any, ...] = (),
                        kwargs: dict[str, Any] | None = None, *, timeout: float | None = None,

@@ -90,10 +90,13 @@ class MapRun:
                  iterables: tuple[Iterable[Any], ...], *, timeout: float | None,
                  chunksize: int | None, buffersize: int | None,
                  on_dispatched: Callable[[], None] | None = None,
-                 errors: str = "raise", output: int | None = None) -> None:
+                 errors: str = "raise", output: int | None = None,
+                 on_start: Callable[[MapRun], None] | None = None) -> None:
         """``errors="collect"``: a failing item's RemoteError takes its place
         among the results, and the map goes on. ``output``: the id of a
-        cross-interpreter queue that receives what the targets print."""
+        cross-interpreter queue that receives what the targets print.
+        ``on_start(self)``: before the first chunk is sent (see the pool
+        contract's map_run)."""
         spec = map_spec(fn, iterables, timeout=timeout, chunksize=chunksize,
                         buffersize=buffersize, errors=errors, check_open=pool._check_open)
         self._spec = spec
@@ -117,13 +120,15 @@ class MapRun:
         self._finished_at_stop: int | None = None
         # Set by another thread (request_stop); read by the collecting one.
         self._stop_requested = False
+        if on_start is not None:
+            on_start(self)
         try:
             self._refill()
-        except BaseException:
+            if on_dispatched is not None and self._pending:
+                on_dispatched()
+        except BaseException:  # Ctrl-C while sending: nothing of the map goes on
             self._cancel_pending()
             raise
-        if on_dispatched is not None and self._pending:
-            on_dispatched()
 
     # ------------------------------------------------------------ submitting
 

@@ -46,7 +46,10 @@ class ClusterMapRun:
     def __init__(self, pool: ClusterPool, fn: Callable[..., Any] | str,
                  iterables: tuple[Iterable[Any], ...], *, timeout: float | None,
                  chunksize: int | None, buffersize: int | None, errors: str = "raise",
-                 output: object = None) -> None:
+                 output: object = None,
+                 on_start: Callable[[ClusterMapRun], None] | None = None) -> None:
+        """``on_start(self)``: before the first chunk is sent (see the pool
+        contract's map_run)."""
         spec = map_spec(fn, iterables, timeout=timeout, chunksize=chunksize,
                         buffersize=buffersize, errors=errors, check_open=pool._check_open)
         self._spec = spec
@@ -63,6 +66,8 @@ class ClusterMapRun:
         # Set by another thread (request_stop); read by the collecting one.
         self._stop_requested = False
         self._done = 0  # items whose results were yielded
+        if on_start is not None:
+            on_start(self)
         slots = max(1, pool.workers)
         if isinstance(spec.items, (list, range)):
             listed = spec.items

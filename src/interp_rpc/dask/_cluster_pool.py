@@ -225,12 +225,15 @@ class ClusterPool(Executor):
 
     def map_run(self, fn: Callable[..., Any] | str, iterables: tuple[Iterable[Any], ...], *,
                 timeout: float | None, chunksize: int | None, buffersize: int | None,
-                errors: str, output: object = None) -> _cluster_map.ClusterMapRun:
+                errors: str, output: object = None,
+                on_start: Callable[[_cluster_map.ClusterMapRun], None] | None = None
+                ) -> _cluster_map.ClusterMapRun:
         """The run behind map(), begun; ``output``: where what the items
-        print goes (see output_destination)."""
+        print goes (see output_destination); ``on_start``: see the pool
+        contract."""
         return _cluster_map.ClusterMapRun(self, fn, iterables, timeout=timeout,
                                           chunksize=chunksize, buffersize=buffersize,
-                                          errors=errors, output=output)
+                                          errors=errors, output=output, on_start=on_start)
 
     def output_destination(self, queue_id: int) -> OutputDestination:
         """What a request carries so that what its workers print reaches the

@@ -114,26 +114,25 @@ def _map_locally(pool: InterpreterPool, target: Callable[..., Any] | str, items:
                          stuck_after=stuck_after, since=first)
     printed = worker_output.WorkerOutput(pool)
     printed.start()
-    run: MapRun | None = None
     succeeded: int | None = None  # when the map did not finish
-    stop = running_maps.StopOnceStarted()
+    started: running_maps.StopOnceStarted[MapRun] = running_maps.StopOnceStarted()
     try:
         with running_maps.running(_targets.describe(target), len(items),
-                                  _item_count(pool, first, len(items)), stop, since=first):
+                                  _item_count(pool, first, len(items)), started, since=first):
             run = MapRun(pool, target, (items,), timeout=args.timeout,
                          chunksize=args.chunksize, buffersize=None,
                          on_dispatched=view.start, errors=args.errors,
-                         output=printed.relay.destination)
-            stop.started(run.request_stop)
+                         output=printed.relay.destination, on_start=started.started)
             return run.collect()
     except RemoteError as failure:
         succeeded = sum(r is not MISSING for r in failure.partial_results or ())
         raise
     except KeyboardInterrupt:
-        _report_interrupted(pool, run, len(items))
+        started.close_started()  # it may have come before collect() began
+        _report_interrupted(pool, started.run, len(items))
         raise
     except Exception:  # a target that did not resolve, a timeout, a dead worker
-        succeeded = 0 if run is None else run.delivered
+        succeeded = 0 if started.run is None else started.run.delivered
         raise
     finally:
         printed.stop()
@@ -148,18 +147,20 @@ def _map_polled(pool: Pool, target: Callable[..., Any] | str, items: list[Any],
     under the item that printed it."""
     progress = polled_view.MapView(pool, _targets.describe(target), len(items), stuck_after)
     printed = worker_output.WorkerOutput(pool)
-    run: MapRunning | None = None
     results: list[Any] = []
-    stop = running_maps.StopOnceStarted()
+    started: running_maps.StopOnceStarted[MapRunning] = running_maps.StopOnceStarted()
     try:
         printed.start()
         with running_maps.running(_targets.describe(target), len(items), lambda: len(results),
-                                  stop):
-            run = pool.map_run(target, (items,), timeout=args.timeout,
-                               chunksize=args.chunksize, buffersize=None, errors=args.errors,
-                               output=printed.relay.destination)
-            stop.started(run.request_stop)
-            received = run.results()
+                                  started):
+            try:
+                run = pool.map_run(target, (items,), timeout=args.timeout,
+                                   chunksize=args.chunksize, buffersize=None, errors=args.errors,
+                                   output=printed.relay.destination, on_start=started.started)
+                received = run.results()
+            except BaseException:  # Ctrl-C as it started, before this thread had its results
+                started.close_started()
+                raise
             # Closed at once on an error or Ctrl-C: chunks not started are cancelled.
             with contextlib.closing(received):
                 progress.start()
@@ -167,8 +168,9 @@ def _map_polled(pool: Pool, target: Callable[..., Any] | str, items: list[Any],
                     results.append(value)
                     progress.advance(len(results))
     except KeyboardInterrupt:
-        running = ("stop before their next item" if run is not None and run.stops_running_chunks
-                   else "finish on their own")
+        begun = started.run
+        running = ("stop before their next item"
+                   if begun is not None and begun.stops_running_chunks else "finish on their own")
         print(f"Interrupted: {len(results)} of {len(items)} items had completed (in order); "
               f"chunks not started were cancelled, running ones {running}.", file=sys.stderr)
         raise

@@ -20,6 +20,10 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from interp_rpc._pool.contract import MapRunning
 
 
 @dataclass
@@ -49,31 +53,46 @@ class RunningMap:
                 f"done, running for {self.seconds():.1f} s")
 
 
-class StopOnceStarted:
-    """The ``stop`` of a map listed before it starts, as every map is: a
-    %parallel_stop may come between the listing and the first chunk. A stop
-    asked for before the map exists is kept and given to it as it starts
-    (``started``), which then stops as if Ctrl-C came at its first wait."""
+class StopOnceStarted[Run: MapRunning]:
+    """A map listed before it starts, as every map is: the ``stop`` it is
+    listed with, and the run once it exists. A %parallel_stop may come
+    between the listing and the first chunk: it is kept and given to the run
+    as it starts (``started``, the run's ``on_start``), which then stops as
+    if Ctrl-C came at its first wait. And a Ctrl-C that comes as the map
+    starts, before its caller has the run, finds it here (``close_started``)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._stop: Callable[[], None] | None = None  # guarded by _lock
+        self._run: Run | None = None  # guarded by _lock
         self._asked = False  # guarded by _lock
+
+    @property
+    def run(self) -> Run | None:
+        """The run, once it has started."""
+        with self._lock:
+            return self._run
 
     def __call__(self) -> None:
         with self._lock:
             self._asked = True
-            stop = self._stop
-        if stop is not None:
-            stop()
+            run = self._run
+        if run is not None:
+            run.request_stop()
 
-    def started(self, stop: Callable[[], None]) -> None:
-        """The map exists now: ``stop()`` stops it."""
+    def started(self, run: Run) -> None:
+        """The run exists, and has not sent a chunk yet."""
         with self._lock:
-            self._stop = stop
+            self._run = run
             asked = self._asked
         if asked:
-            stop()
+            run.request_stop()
+
+    def close_started(self) -> None:
+        """Stop the run, if it started: the chunks not started are
+        cancelled, and running ones stop as its pool can stop them."""
+        run = self.run
+        if run is not None:
+            run.results().close()
 
 
 Listener = Callable[["RunningMap | None"], None]

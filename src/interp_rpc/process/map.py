@@ -27,7 +27,9 @@ STOPPED_MAP = "its map ran past its timeout, so it was stopped"
 class ProcessMapRun(MapRun):
     """A map whose timeout error says whether its calls were stopped."""
 
-    process_pool: ProcessPool
+    @property
+    def process_pool(self) -> ProcessPool:
+        return cast("ProcessPool", self._pool)
 
     def _timeout_error(self, handle: EngineCall) -> CallTimeoutError:
         assert self._spec.timeout is not None

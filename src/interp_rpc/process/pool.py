@@ -142,16 +142,15 @@ class ProcessPool(EnginePool[ProcessCallHandle]):
 
     def map_run(self, fn: Callable[..., Any] | str, iterables: tuple[Iterable[Any], ...], *,
                 timeout: float | None, chunksize: int | None, buffersize: int | None,
-                errors: str, output: int | None = None) -> MapRun:
+                errors: str, output: int | None = None,
+                on_start: Callable[[MapRun], None] | None = None) -> MapRun:
         """The local pool's MapRun, whose timeout error says whether the calls
         were stopped; one that stops its running chunks at its timeout when
         this pool stops calls."""
         stopping = self._kill_on_timeout and timeout is not None
-        run = (StoppingMapRun if stopping else ProcessMapRun)(
+        return (StoppingMapRun if stopping else ProcessMapRun)(
             self, fn, iterables, timeout=timeout, chunksize=chunksize,
-            buffersize=buffersize, errors=errors, output=output)
-        run.process_pool = self
-        return run
+            buffersize=buffersize, errors=errors, output=output, on_start=on_start)
 
     # -------------------------------------------------------------- lifecycle
 

@@ -430,6 +430,14 @@ def map_held_while(run: Run, tmp_path: Path, act: Callable[[], None]) -> Ran:
     return ran
 
 
+def test_map_run_gives_on_start_the_run_it_returns(kind: str) -> None:
+    given: list[object] = []
+    run = current_pool().map_run("math.sqrt", ([1.0, 4.0],), timeout=None, chunksize=None,
+                                 buffersize=None, errors="raise", on_start=given.append)
+    assert given == [run]
+    assert list(run.results()) == [1.0, 2.0]
+
+
 def test_a_map_is_listed_before_it_sends_its_first_chunk(
         kind: str, run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
     """Else %parallel_stop or %parallel_status, in another shell, could find
@@ -450,6 +458,39 @@ def test_a_map_is_listed_before_it_sends_its_first_chunk(
     ran = run("%parallel_map math.sqrt [1.0, 4.0]")
     assert ran.error is None, ran.shown
     assert listed_when_sent == [["math.sqrt"]]
+
+
+def test_ctrl_c_as_a_map_starts_stops_it_as_ctrl_c_later_would(
+        kind: str, run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Ctrl-C that lands after the map sent its chunk but before the magic
+    holds the map (as the pool's map_run returns) used to leave the chunk
+    running to its end, and said so wrongly on a ProcessPool."""
+    started, gate = define_held(run, tmp_path)
+
+    def interrupted_as_it_returns(make: Callable[..., Any]) -> Callable[..., Any]:
+        def made_then_interrupted(*args: Any, **kwargs: Any) -> Any:
+            make(*args, **kwargs)
+            wait_until(started.exists, CLUSTER_LIMIT, "item 0 starting")
+            raise KeyboardInterrupt
+        return made_then_interrupted
+
+    if kind == "local":
+        monkeypatch.setattr(map_magic, "MapRun", interrupted_as_it_returns(map_magic.MapRun))
+    else:
+        pool = current_pool()
+        monkeypatch.setattr(pool, "map_run", interrupted_as_it_returns(pool.map_run))
+    try:
+        ran = run("%parallel_map --chunksize 10 held range(10)")
+    finally:
+        gate.touch()
+    assert isinstance(ran.error, KeyboardInterrupt), ran.shown
+    assert "Interrupted: 0 of 10 items had completed" in ran.err, ran.err
+    said = {"local": "it stops after its current item",
+            "processes": "running ones stop before their next item.",
+            "dask": "running ones finish on their own."}[kind]
+    assert said in ran.err, ran.err
+    monkeypatch.undo()
+    check_the_running_chunk(kind, tmp_path)
 
 
 def test_ctrl_c_during_a_map_stops_its_running_chunk_before_its_next_item(

@@ -3,6 +3,8 @@ every pool, with a group per dask process for a cluster's workers."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from interp_rpc.dask._placement import ClusterWorker
 from interp_rpc.notebook import running_maps, workers_status
 from interp_rpc.records import WorkerStatus
@@ -86,16 +88,38 @@ def test_a_worker_in_a_post_mortem_session_shows_as_debugging() -> None:
     assert message["totals"]["debugging"] == 1 and message["totals"]["stuck"] == 0
 
 
-def test_a_stop_asked_before_the_map_started_is_given_to_it_as_it_starts() -> None:
-    stopped: list[str] = []
-    early = running_maps.StopOnceStarted()
-    early()
-    assert stopped == []
-    early.started(lambda: stopped.append("early"))
-    assert stopped == ["early"]
+class _Run:
+    """What a map run gives StopOnceStarted: request_stop() and results()."""
 
-    late = running_maps.StopOnceStarted()
-    late.started(lambda: stopped.append("late"))
-    assert stopped == ["early"]
+    def __init__(self, name: str, happened: list[str]) -> None:
+        self.name, self.happened = name, happened
+
+    def request_stop(self) -> None:
+        self.happened.append(f"{self.name} stopped")
+
+    def results(self) -> _Run:
+        return self
+
+    def close(self) -> None:
+        self.happened.append(f"{self.name} closed")
+
+    @property
+    def stops_running_chunks(self) -> bool:
+        return True
+
+
+def test_a_stop_asked_before_the_map_started_is_given_to_it_as_it_starts() -> None:
+    happened: list[str] = []
+    early: running_maps.StopOnceStarted[Any] = running_maps.StopOnceStarted()
+    early()
+    early.close_started()  # nothing started: nothing to close
+    assert (happened, early.run) == ([], None)
+    early.started(_Run("early", happened))
+    assert happened == ["early stopped"]
+
+    late: running_maps.StopOnceStarted[Any] = running_maps.StopOnceStarted()
+    late.started(_Run("late", happened))
+    assert happened == ["early stopped"]
     late()
-    assert stopped == ["early", "late"]
+    late.close_started()
+    assert happened == ["early stopped", "late stopped", "late closed"]
