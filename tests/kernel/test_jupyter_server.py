@@ -7,10 +7,10 @@ printing 3,000 of them; one that coalesces, as ipykernel does, loses none.
 
 ipykernel 7.2, the peer here, now and then never reads a shell request that
 arrives while it sends another reply (its "shell ROUTER wedge", fixed
-upstream after 7.2.0): the cell never starts and nothing comes back. That
-is the peer's bug, not the output rate compared here, so the peer, and only
-the peer, gets a second kernel when its request was never read. Our
-kernel gets none: a request it never reads fails the test."""
+upstream after its 7.3.0 release): the cell never starts and nothing comes
+back. That is the peer's bug, not the output rate compared here, so the
+peer, and only the peer, gets a second kernel when its request was never
+read. Our kernel gets none: a request it never reads fails the test."""
 
 from __future__ import annotations
 
