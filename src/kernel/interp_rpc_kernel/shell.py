@@ -30,6 +30,7 @@ from interp_rpc_kernel.cell_compiler import CellCompiler, install_cleanup_transf
 from interp_rpc_kernel.display import KernelDisplayHook, KernelDisplayPublisher
 from interp_rpc_kernel.history import KernelHistoryManager
 from interp_rpc_kernel.magics import KernelMagics
+from interp_rpc_kernel.parso_cache import guard_parso_cache
 
 # As ipykernel's ZMQInteractiveShell sets them, when the shell starts: what
 # the kernel was started with is replaced, what a cell sets later stays.
@@ -109,6 +110,8 @@ class ZMQInteractiveShell(InteractiveShell):
         """The matches for a complete_request, the range they replace, and the
         reply's metadata: each match's type and signature, under the key
         JupyterLab reads (as ipykernel's reply has them)."""
+        if self.Completer.use_jedi:
+            guard_parso_cache()
         with provisionalcompleter():
             completions = list(
                 rectify_completions(code, self.Completer.completions(code, cursor_pos))
