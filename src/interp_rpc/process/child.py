@@ -1,24 +1,24 @@
-"""What a worker process runs: the program ``ProcessPool`` starts.
+"""What a worker process runs, once the worker template (template.py) has
+forked it.
 
 It imports only the standard library and loads the worker code every
 subinterpreter worker runs (``_worker/main.py``) by path, so a call runs
 here exactly as it would in a subinterpreter: same unpickling, target
-resolution, chunk loop and replies. The engine's extension module is loaded
-only when a call first needs it: for the column packer, by the first result
-that is a list or tuple; for the chunk loops' stoppable items, by the first
-chunk its map may stop.
-Usage::
+resolution, chunk loop and replies. The template loads that code once
+(``load_worker``), and each worker it forks serves its pool with it
+(``serve``). The engine's extension module is loaded only when a call first
+needs it: for the column packer, by the first result that is a list or
+tuple; for the chunk loops' stoppable items, by the first chunk its map may
+stop.
 
-    python3 child.py REQUESTS REPLIES LIFELINE FILES STOP_BOARD
-
-five inherited descriptors: requests are read from the pipe REQUESTS and
-replies written to the pipe REPLIES (see framing.py), a result's large
-buffers beside its pickle; the socket FILES passes the descriptors of
-new shared memory segments both ways (segments.py); STOP_BOARD is the
-memory of the pool's maps' stop flags (stop_board.py); LIFELINE is a pipe
-whose other end only the pool holds. When the pool's process ends, however
-it ends (even SIGKILL), the pipe reports end-of-file and this process exits
-at once, so no worker outlives its pool.
+A worker has five descriptors from its pool: requests are read from the
+pipe REQUESTS and replies written to the pipe REPLIES (see framing.py), a
+result's large buffers beside its pickle; the socket FILES passes the
+descriptors of new shared memory segments both ways (segments.py);
+STOP_BOARD is the memory of the pool's maps' stop flags (stop_board.py);
+LIFELINE is a pipe whose other end only the pool holds. When the pool's
+process ends, however it ends (even SIGKILL), the pipe reports end-of-file
+and this process exits at once, so no worker outlives its pool.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ import importlib.machinery
 import importlib.util
 import os
 import select
-import signal
 import socket
 import struct
 import sys
@@ -110,17 +109,29 @@ def _await_request(requests: select.poll, spin_ns: int) -> None:
         pass
 
 
-def serve(requests: int, replies: int, lifeline: int, files_fd: int, stop_board: int) -> None:
-    here = os.path.dirname(os.path.abspath(__file__))
-    segments = _load(os.path.join(here, "segments.py"), "_interp_rpc_process_segments")
-    board = _load(os.path.join(here, "stop_board.py"), "_interp_rpc_process_stop_board")
-    framing = _load(os.path.join(here, "framing.py"), "_interp_rpc_process_framing")
-    # Calls see a fresh __main__, as in a subinterpreter, not this program's.
+class Loaded:
+    """The worker code, loaded once in the template; every worker it forks
+    shares it (copy-on-write)."""
+
+    def __init__(self) -> None:
+        here = os.path.dirname(os.path.abspath(__file__))
+        self.package = os.path.dirname(here)
+        self.segments = _load(os.path.join(here, "segments.py"), "_interp_rpc_process_segments")
+        self.board = _load(os.path.join(here, "stop_board.py"), "_interp_rpc_process_stop_board")
+        self.framing = _load(os.path.join(here, "framing.py"), "_interp_rpc_process_framing")
+        self.worker = _load(os.path.join(self.package, "_worker", "main.py"),
+                            "_interp_rpc_worker")
+
+
+def serve(loaded: Loaded, requests: int, replies: int, lifeline: int, files_fd: int,
+          stop_board: int) -> None:
+    """Serve the pool until it closes the request pipe."""
+    segments, board, framing, worker = (loaded.segments, loaded.board, loaded.framing,
+                                        loaded.worker)
+    # Calls see a fresh __main__, as in a subinterpreter, not the template's.
     main = ModuleType("__main__")
     main.__dict__["__builtins__"] = __builtins__
     sys.modules["__main__"] = main
-    worker = _load(os.path.join(os.path.dirname(here), "_worker", "main.py"),
-                   "_interp_rpc_worker")
     worker.keep_no_failures("a ProcessPool's worker keeps no frames: no debugging session "
                             "reaches another process")
     threading.Thread(target=_watch_lifeline, args=(lifeline,), name="interp-rpc lifeline",
@@ -142,7 +153,7 @@ def serve(requests: int, replies: int, lifeline: int, files_fd: int, stop_board:
         send(OUTPUT_TAG, [meta, text.encode("utf-8", "surrogatepass")])
 
     vars(worker)["output_transport"] = send_output  # see main.output_transport
-    vars(worker)["load_engine"] = lambda: _engine(os.path.dirname(here))
+    vars(worker)["load_engine"] = lambda: _engine(loaded.package)
     vars(worker)["stop_board"] = board.map_board(stop_board)
     out_of_band = worker.wire.OutOfBand(framing.SHARED_THRESHOLD)
     vars(worker)["result_out_of_band"] = out_of_band
@@ -180,12 +191,3 @@ def serve(requests: int, replies: int, lifeline: int, files_fd: int, stop_board:
     except (framing.ChannelClosed, BrokenPipeError):
         return  # the pool closed the pipe: it is done with this worker
 
-
-if __name__ == "__main__":
-    # Ctrl-C in a terminal reaches the whole process group: the pool, not
-    # its workers, decides what an interrupt means.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    serve(*(int(fd) for fd in sys.argv[1:6]))
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)  # no wait for threads a call may have left running

@@ -129,8 +129,12 @@ class ProcessEngine:
         self.reader_threads: set[threading.Thread] = set()
         #: The maps' stop flags, which every worker process maps.
         self.stop_board = StopBoard()
-        for slot in self._slots:
-            self._start(slot)
+        try:
+            for slot in self._slots:
+                self._start(slot)
+        except BaseException:  # Ctrl-C as a worker starts: end those started
+            self.close(cancel_pending=True, timeout=0)
+            raise
 
     # -------------------------------------------------------------- starting
 

@@ -57,7 +57,8 @@ def _stop_a_worker_importing_the_script(caller: FrameType) -> None:
 
 
 class ProcessPool(EnginePool[ProcessCallHandle]):
-    """A warm pool of worker processes, each a fresh ``python3.14``.
+    """A warm pool of worker processes, each forked from the worker template:
+    a ``python3.14`` that has loaded the worker code (see process/spawn.py).
 
     The same calls, maps, errors, records and profiles as InterpreterPool,
     for work a subinterpreter cannot do: C extensions that refuse to load in
@@ -74,7 +75,8 @@ class ProcessPool(EnginePool[ProcessCallHandle]):
     # Each chunk costs a process a wake-up, a read and a reply: a map of
     # tiny items reaches its full chunks in four chunks rather than eleven.
     _chunk_growth = 8
-    # A python3.14 process of its own (6.7 MiB measured).
+    # A python3.14 process of its own (6.7 MiB measured when each worker was
+    # started anew; forked from the template, it shares some of that).
     _memory_per_worker = 6 * 2**20
     _engine: ProcessEngine
 

@@ -1,15 +1,16 @@
 """One worker of a ProcessPool: its OS process and the pipes to it.
 
-The process runs child.py. Three pipes join it to the pool: requests (the
-pool writes), replies (read by whoever holds ``reading``: the pool's reader
-thread for this worker, or a caller reading its own reply), and a lifeline
-that the worker watches so that it exits when the pool's process is gone.
-Beside them, a socket passes the descriptors of new shared memory segments,
-both ways, and the pool's side of those segments is ``memory`` (see
-framing.py and segments.py); the process also maps the pool's stop board
-(stop_board.py). A pidfd tells the reader thread that the
-process ended while it was not reading, and an eventfd wakes it when a call
-is left to it.
+The process is forked by the worker template (spawn.py) and runs child.py.
+Three pipes join it to the pool: requests (the pool writes), replies (read
+by whoever holds ``reading``: the pool's reader thread for this worker, or
+a caller reading its own reply), and a lifeline that the worker watches so
+that it exits when the pool's process is gone. Beside them, a socket passes
+the descriptors of new shared memory segments, both ways, and the pool's
+side of those segments is ``memory`` (see framing.py and segments.py); the
+process also maps the pool's stop board (stop_board.py). A pidfd (the
+template's, for this process) tells the reader thread that the process
+ended while it was not reading, and an eventfd wakes it when a call is left
+to it.
 """
 
 from __future__ import annotations
@@ -18,38 +19,21 @@ import contextlib
 import math
 import os
 import select
-import signal
-import subprocess
 import threading
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from interp_rpc.process import framing
-from interp_rpc.process.interpreter import python_executable
+from interp_rpc.process import framing, spawn
 from interp_rpc.process.segments import SharedMemory
 
 if TYPE_CHECKING:
     from interp_rpc.process.handle import ProcessCallHandle
-
-CHILD_PROGRAM = Path(__file__).with_name("child.py")
 
 #: What wait_as_reader() saw.
 WOKEN, ENDED, READABLE = "woken", "ended", "readable"
 
 #: After terminate(), how long a worker gets before it is killed.
 TERMINATE_GRACE_SECONDS = 1.0
-
-
-def exit_description(returncode: int) -> str:
-    """How a worker process ended, as a person reads it."""
-    if returncode < 0:
-        try:
-            name = signal.Signals(-returncode).name
-        except ValueError:
-            name = f"signal {-returncode}"
-        return f"was killed by {name} (signal {-returncode})"
-    return f"exited with code {returncode}"
 
 
 class WorkerProcess:
@@ -65,9 +49,7 @@ class WorkerProcess:
         self.files, files_end = framing.file_sockets()
         ends = (request_read, reply_write, lifeline_read, files_end.fileno(), stop_board)
         try:
-            self.process = subprocess.Popen(
-                [python_executable(), str(CHILD_PROGRAM), *map(str, ends)],
-                pass_fds=ends, stdin=subprocess.DEVNULL)
+            self.process = spawn.start_worker(list(ends))
         except BaseException:
             for fd in (self._request_fd, self.reply_fd, self._lifeline_fd):
                 os.close(fd)
@@ -88,7 +70,7 @@ class WorkerProcess:
         self._wake_lock = threading.Lock()
         self._replies = select.poll()
         self._replies.register(self.reply_fd, select.POLLIN)
-        self._ended = os.pidfd_open(self.pid)
+        self._ended = self.process.pidfd
         self._wake = os.eventfd(0, os.EFD_CLOEXEC | os.EFD_NONBLOCK)
         self._reader_events = select.poll()
         self._watching_replies = select.poll()
@@ -185,20 +167,17 @@ class WorkerProcess:
         """End the process now (SIGKILL); ``reason`` is what its call is told."""
         if self.stop_reason is None:
             self.stop_reason = reason
-        with contextlib.suppress(ProcessLookupError):
-            self.process.kill()
+        self.process.kill()
 
     def terminate(self, reason: str) -> None:
         """SIGTERM, then SIGKILL if it has not ended in a moment."""
         if self.stop_reason is None:
             self.stop_reason = reason
+        self.process.terminate()
         try:
-            self.process.terminate()
             self.process.wait(TERMINATE_GRACE_SECONDS)
-        except subprocess.TimeoutExpired:
+        except TimeoutError:
             self.process.kill()
-        except ProcessLookupError:
-            pass
 
     def reap(self) -> str:
         """Wait for the process to end (its reply pipe is at its end) and
@@ -207,8 +186,9 @@ class WorkerProcess:
         self.finish_requests()
         with self.reading, self._wake_lock:  # no caller reads, nobody wakes: then close
             self.ended = True
-            for fd in (self.reply_fd, self._lifeline_fd, self._ended, self._wake):
+            for fd in (self.reply_fd, self._lifeline_fd, self._wake):
                 os.close(fd)
+            self.process.close()
             self.files.close()
             self.memory.close()
-        return f"worker {self.index} (pid {self.pid}) {exit_description(returncode)}"
+        return f"worker {self.index} (pid {self.pid}) {spawn.exit_description(returncode)}"

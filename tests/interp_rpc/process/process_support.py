@@ -37,6 +37,28 @@ def children() -> set[int]:
     return found
 
 
+def _parents() -> dict[int, int]:
+    """Every process on the machine: its parent."""
+    found = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    found[int(entry)] = int(stat.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError):  # ended while we looked
+                continue
+    return found
+
+
+def worker_processes() -> set[int]:
+    """The worker processes this process has started, through its worker
+    templates, running or not yet reaped: the templates' children (a
+    template is a child of this process; spawn.py)."""
+    parents = _parents()
+    templates = {pid for pid, parent in parents.items() if parent == os.getpid()}
+    return {pid for pid, parent in parents.items() if parent in templates}
+
+
 def wait_ended(pids: list[int], what: str = "the worker processes ending") -> None:
     wait_until(lambda: not any(alive(p) for p in pids), what=what)
 

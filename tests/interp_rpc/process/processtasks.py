@@ -189,3 +189,9 @@ def print_later(lines: int, interval: float = 0.01) -> int:
 
     threading.Thread(target=chat, daemon=True).start()
     return lines
+
+
+def umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

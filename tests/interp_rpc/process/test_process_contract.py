@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable
 
 import pytest
-from process_support import alive, children, wait_ended
+from process_support import alive, children, wait_ended, worker_processes
 from support import wait_until
 
 from interp_rpc import (
@@ -165,23 +165,10 @@ def test_ctrl_c_interrupts_a_waiting_call(make_process_pool: Callable[..., Proce
 
 
 def test_init_past_its_timeout_fails_fast_and_leaves_no_process() -> None:
-    before = set(os.listdir("/proc"))
+    before = worker_processes()
     with pytest.raises(PoolInitError, match="did not finish in time"):
         ProcessPool(workers=2, init="import time; time.sleep(600)", init_timeout=0.5)
-    children = [int(p) for p in set(os.listdir("/proc")) - before if p.isdigit()]
-    assert [p for p in children if alive(p) and _is_worker(p)] == []
-
-
-def _is_worker(pid: int) -> bool:
-    """Whether ``pid`` is a worker process started by this process: other
-    programs on the machine (another checkout's tests) run child.py too."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            parent = int(stat.read().rsplit(")", 1)[1].split()[1])
-        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
-            return parent == os.getpid() and b"process/child.py" in cmdline.read()
-    except (FileNotFoundError, ProcessLookupError):  # ended while we looked
-        return False
+    assert [p for p in worker_processes() - before if alive(p)] == []
 
 
 def test_a_worker_count_that_cannot_fit_starts_no_process() -> None:

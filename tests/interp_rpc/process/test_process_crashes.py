@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 
 import pytest
-from process_support import shared_memory_names, wait_ended
+from process_support import shared_memory_names, wait_ended, worker_processes
 from support import wait_until
 
 from interp_rpc import PoolInitError, ProcessPool, WorkerDiedError
@@ -46,25 +46,9 @@ def test_sigkill_from_outside_names_the_signal(process_pool: ProcessPool) -> Non
     assert process_pool.call("processtasks.pid") != victim
 
 
-def _children() -> set[int]:
-    """The processes whose parent is this one and that have not ended."""
-    mine = str(os.getpid())
-    found = set()
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as stat:
-                    fields = stat.read().rsplit(")", 1)[1].split()
-            except OSError:  # ended while we looked
-                continue
-            if fields[1] == mine and fields[0] != "Z":
-                found.add(int(entry))
-    return found
-
-
 def test_a_hundred_crashes_in_a_row_each_fail_one_call_and_leave_nothing(
         make_process_pool: Callable[..., ProcessPool]) -> None:
-    before_children = _children()
+    before_workers = worker_processes()
     before_shm = shared_memory_names()
     pool = make_process_pool(workers=2)
     targets = ["processtasks.exit_with", "processtasks.segfault"] * 50
@@ -80,7 +64,7 @@ def test_a_hundred_crashes_in_a_row_each_fail_one_call_and_leave_nothing(
     pids = pool.worker_pids()
     pool.close()
     wait_ended(pids)
-    wait_until(lambda: _children() <= before_children, what="every replaced worker reaped")
+    wait_until(lambda: worker_processes() <= before_workers, what="every replaced worker reaped")
     assert shared_memory_names() <= before_shm
 
 

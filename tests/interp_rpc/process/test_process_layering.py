@@ -19,7 +19,7 @@ import interp_rpc
 from interp_rpc import ProcessPool
 
 PROCESS = Path(interp_rpc.__file__).parent / "process"
-WORKER_SIDE = ("child.py", "framing.py", "segments.py", "stop_board.py")
+WORKER_SIDE = ("child.py", "framing.py", "segments.py", "stop_board.py", "template.py")
 
 # The pool tests' reader of import statements (outside TYPE_CHECKING).
 sys.path.insert(0, str(Path(__file__).parent.parent / "pool"))
