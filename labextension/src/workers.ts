@@ -167,12 +167,15 @@ export class WorkersPanel extends Widget {
       this.kernelSession = session;
     } else if (session !== this.kernelSession) {
       this.kernelSession = session;
-      this.reopen();
+      this.reopen('a status came from another kernel process');
     }
   }
 
-  /* The comm again, on the same kernel connection, as after a restart. */
-  private reopen(): void {
+  /* The comm again, on the same kernel connection, as after a restart;
+     ``why`` goes to the browser's console, for whoever wonders why a
+     button's answer never came. */
+  private reopen(why: string): void {
+    console.debug(`interp-rpc Workers panel: opening its comm again: ${why}`);
     const kernel = this.kernel;
     this.disconnect();
     this.body.replaceChildren();
@@ -185,7 +188,7 @@ export class WorkersPanel extends Widget {
     if (this.comm && this.heardAt !== null && now() - this.heardAt > SILENCE_SECONDS) {
       // Which process serves the new comm: the next status says.
       this.kernelSession = null;
-      this.reopen();
+      this.reopen(`no status for ${SILENCE_SECONDS} s`);
     }
   }
 
@@ -204,6 +207,9 @@ export class WorkersPanel extends Widget {
     comm.onMsg = (msg: KernelMessage.ICommMsgMsg) => {
       if (this.comm === comm) {
         this.receive(msg.content.data);
+      } else {
+        const what = JSON.stringify(msg.content.data).slice(0, 60);
+        console.debug(`interp-rpc Workers panel: a message on a comm it has left: ${what}`);
       }
     };
     comm.onClose = () => {

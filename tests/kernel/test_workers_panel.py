@@ -366,3 +366,27 @@ def test_a_panel_opened_before_the_first_cell_is_served(kernel: Kernel) -> None:
     panel._shell("comm_open", {"comm_id": panel.comm_id, "target_name": TARGET, "data": {}})
     first = panel.next_message()
     assert first["type"] == "no_pool", first
+
+
+def test_during_a_map_open_profile_sends_the_last_finished_profile(
+        each_kernel: Kernel) -> None:
+    # The map's own profile is still recording: reading it raised, and the
+    # panel's button got no answer. The panel now gets the last finished one.
+    setup(each_kernel, "%parallel_pool -n 1")
+    panel = Panel(each_kernel)
+    panel.open()
+    assert panel.run("%parallel_map abs [-1, -2]").reply["status"] == "ok"
+    marks: list[int] = []
+
+    def ask(p: Panel) -> None:
+        marks.append(p.mark())
+        p.send({"action": "open_profile"})
+
+    assert panel.run("%parallel_map nap [0.5] * 4", during=ask).reply["status"] == "ok"
+    answer = panel.next_message("profile", since=marks[0])
+    assert answer["data"] is not None, answer
+    assert "abs" in answer["data"]["text/plain"] and "nap" not in answer["data"]["text/plain"]
+    mark = panel.mark()
+    panel.send({"action": "open_profile"})
+    assert "nap" in panel.next_message("profile", since=mark)["data"]["text/plain"]
+    panel.close()

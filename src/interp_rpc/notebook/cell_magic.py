@@ -79,7 +79,7 @@ def parallel(self: ParallelMagics, line: str, cell: str | None = None) -> None:
     if streamed is not None:
         streamed.start()
     try:
-        with pool.profile() as notebook.last_profile:
+        with notebook.profiling(pool):
             run = pool.run_everywhere(_RUN_CELL, run_args, timeout=args.timeout,
                                       workers=None if everywhere else targets)
             try:

@@ -86,10 +86,10 @@ def parallel_map(self: ParallelMagics, line: str) -> list[Any] | None:
     pool = notebook.pool
     try:
         if live.engine_in_this_process(pool):
-            with pool.profile(functions=args.profile) as notebook.last_profile:
+            with notebook.profiling(pool, functions=args.profile):
                 results = _map_locally(pool, target, items, args, notebook.stuck_after)
         else:
-            with pool.profile(functions=args.profile) as notebook.last_profile:
+            with notebook.profiling(pool, functions=args.profile):
                 results = _map_polled(pool, target, items, args, notebook.stuck_after)
     except RemoteError as failure:
         _keep_partial_results(shell.user_ns, failure, args.out)

@@ -10,6 +10,7 @@ has started.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
@@ -20,9 +21,11 @@ from IPython.display import display
 
 from interp_rpc._pool.pool import InterpreterPool
 from interp_rpc.errors import PoolInitError
-from interp_rpc.notebook import live, polled_view
+from interp_rpc.notebook import live, polled_view, running_maps
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from interp_rpc.dask import ClusterPool
     from interp_rpc.process import ProcessPool
     from interp_rpc.profiling.model import Profile
@@ -83,7 +86,24 @@ class NotebookPool:
         # kill_on_timeout.
         self.processes: dict[str, Any] | None = None
         self.stuck_after = live.STUCK_AFTER
-        self.last_profile: Profile | None = None  # of the last %parallel_map or %%parallel
+        #: Of the last %parallel_map or %%parallel that has ended (see profiling).
+        self.last_profile: Profile | None = None
+
+    @contextlib.contextmanager
+    def profiling(self, pool: Pool, functions: bool = False) -> Iterator[Profile]:
+        """``pool.profile()`` for a magic's run. The profile becomes
+        ``last_profile`` once the run has ended, however it ended: until then
+        the last finished one stays, so the Workers panel and
+        %parallel_profile (from another shell) never read one still
+        recording, which raises."""
+        profile: Profile | None = None
+        try:
+            with pool.profile(functions=functions) as profile:
+                yield profile
+        finally:
+            if profile is not None:
+                self.last_profile = profile
+                running_maps.notify()  # the Workers panels' profile button
 
     @property
     def pool(self) -> Pool:

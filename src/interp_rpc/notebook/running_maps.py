@@ -113,13 +113,13 @@ def running(target: str, total: int, done: Callable[[], int], stop: Callable[[],
     with _lock:
         entry = RunningMap(next(_numbers), target, total, done, stop, since)
         _running[entry.number] = entry
-    _notify()
+    notify()
     try:
         yield entry
     finally:
         with _lock:
             del _running[entry.number]
-        _notify()
+        notify()
 
 
 def all_running() -> list[RunningMap]:
@@ -142,7 +142,8 @@ def current() -> RunningMap | None:
 
 def subscribe(listener: Listener) -> None:
     """``listener(newest map or None)`` is called, on the map's thread,
-    whenever a map starts or ends. It must not block."""
+    whenever a map starts or ends, or what a map leaves has changed
+    (notify()). It must not block."""
     with _lock:
         _listeners.append(listener)
 
@@ -153,7 +154,8 @@ def unsubscribe(listener: Listener) -> None:
             _listeners.remove(listener)
 
 
-def _notify() -> None:
+def notify() -> None:
+    """Call every listener with the newest map (or None)."""
     now = current()
     with _lock:
         listeners = list(_listeners)
