@@ -1,9 +1,9 @@
 """ProcessPool's layers, read from its source: what each part may import.
 
-- What a worker process loads (child.py, framing.py, segments.py,
-  stop_board.py) runs before any package exists there: the standard library
-  only, and not typing (a worker process, started for every pool, would
-  take 3 to 4 ms more to start).
+- What a worker process loads (template.py, which forks it, child.py,
+  framing.py, segments.py, stop_board.py) runs before any package exists
+  there: the standard library only, and not typing (3 to 4 ms to import,
+  for annotations only).
 - The rest is core, like ``_pool/``: neither the notebook layer, IPython
   nor the renderings.
 """
