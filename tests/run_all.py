@@ -10,7 +10,8 @@ side by side, each on whole directories (``PYTEST_HALVES``): most tests wait
 (for kernels, browsers, clusters and sleeps) rather than compute, so the two
 halves take little more than the longer one. A selection of whole
 directories alone (``./dev test tests/kernel``) goes the same way, its test
-files split in two; any other selection runs in one pytest. Each half's
+files split in DIRECTORY_SHARDS parts; any other selection runs in one
+pytest. Each half's
 lines are shown as they come, prefixed with its name; a half that fails is
 shown again in full at the end.
 
@@ -72,6 +73,11 @@ TESTS = Path("tests")
 #: new directory is never left out. Balanced by their measured times; the
 #: kernel suite runs in a pytest of its own anyway (see sanitized_runs.py).
 FIRST_HALF = ("browser", "kernel")
+#: How many pytest processes share a selection of whole directories
+#: (``./dev test tests/kernel``), side by side. Kernel tests mostly wait for
+#: kernels to start and answer: on the 2-core VM under --load, the kernel
+#: suite took 256 s in three, 374 s in two (2026-12-07).
+DIRECTORY_SHARDS = 3
 #: How many of its slowest tests each half names at its end: where the
 #: complete run's time goes, in every CI log.
 SLOWEST_LISTED = 15
@@ -156,25 +162,24 @@ def half_command(pytest: list[str], n: int, paths: list[str]) -> list[str]:
             *paths]
 
 
-def directory_halves(pytest: list[str], paths: list[str]) -> list[list[str]] | None:
+def directory_shards(pytest: list[str], paths: list[str]) -> list[list[str]] | None:
     """A selection of whole directories (``tests/kernel``, and nothing else)
-    as two commands on disjoint halves of their test files, balanced by the
-    files' sizes, side by side as the complete run's halves; None for any
-    other selection, or one of fewer than two test files. Kernel tests
-    mostly wait: two halves take little more than the longer one."""
+    as DIRECTORY_SHARDS commands on disjoint parts of their test files,
+    balanced by the files' sizes, side by side as the complete run's halves;
+    None for any other selection, or one of fewer test files than shards."""
     if not paths or not all(Path(path).is_dir() for path in paths):
         return None
     files = sorted({file for path in paths for file in Path(path).rglob("test_*.py")},
                    key=lambda file: (-file.stat().st_size, str(file)))
-    if len(files) < 2:
+    if len(files) < DIRECTORY_SHARDS:
         return None
-    halves: tuple[list[str], list[str]] = ([], [])
-    sizes = [0, 0]
+    shards: list[list[str]] = [[] for _ in range(DIRECTORY_SHARDS)]
+    sizes = [0] * DIRECTORY_SHARDS
     for file in files:
-        lighter = sizes.index(min(sizes))
-        halves[lighter].append(str(file))
-        sizes[lighter] += file.stat().st_size
-    return [half_command(pytest, n, sorted(half)) for n, half in enumerate(halves, start=1)]
+        lightest = sizes.index(min(sizes))
+        shards[lightest].append(str(file))
+        sizes[lightest] += file.stat().st_size
+    return [half_command(pytest, n, sorted(shard)) for n, shard in enumerate(shards, start=1)]
 
 
 def relay(stream: IO[str], prefix: str, kept: list[str], started: float) -> None:
@@ -275,10 +280,10 @@ def steps_of(options: Options, build_dir: str) -> list[Step]:
     ctest = ["ctest", "--test-dir", build_dir, "--output-on-failure", "--no-tests=error"]
     bare_pytest = [sys.executable, "-m", "pytest"]
     pytest = [*bare_pytest, *options.pytest_args]
-    # The complete run, or whole directories, in two halves side by side;
-    # any other selection as asked.
+    # The complete run in two halves side by side, whole directories in
+    # DIRECTORY_SHARDS parts; any other selection as asked.
     whole = (pytest_halves(pytest) if not options.pytest_args
-             else directory_halves(bare_pytest, options.pytest_args) or [pytest])
+             else directory_shards(bare_pytest, options.pytest_args) or [pytest])
     if options.sanitize:
         python: list[Step] = [
             (step.name, step.argvs, step.env, step.reports)

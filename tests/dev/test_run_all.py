@@ -175,17 +175,18 @@ def test_the_repeat_summary_names_the_failing_run(capsys: pytest.CaptureFixture[
     assert cpp_failed == "  FAILED  C++\n  FAILED  the repeated runs did not start\n"
 
 
-def test_whole_directories_alone_run_as_two_halves_of_their_files() -> None:
-    # The kernel suite mostly waits: two halves side by side take about half
+def test_whole_directories_alone_run_as_shards_of_their_files() -> None:
+    # The kernel suite mostly waits: shards side by side take a fraction of
     # the time, which a 30-run repeat of it needs.
     options = run_all.parse(["tests/kernel"])
     (pytest_step,) = [step for step in run_all.steps_of(options, "b") if step[0] == "pytest"]
-    first, second = (paths_of(argv) for argv in pytest_step[1])
+    shards = [paths_of(argv) for argv in pytest_step[1]]
+    assert len(shards) == run_all.DIRECTORY_SHARDS and all(shards)
+    together = [path for shard in shards for path in shard]
     files = sorted(str(f) for f in Path("tests/kernel").rglob("test_*.py"))
-    assert first and second and not set(first) & set(second)
-    assert sorted(first + second) == files
+    assert sorted(together) == files  # each file once
     caches = {next(arg for arg in argv if arg.startswith("cache_dir=")) for argv in pytest_step[1]}
-    assert len(caches) == 2
+    assert len(caches) == run_all.DIRECTORY_SHARDS
 
 
 @pytest.mark.parametrize("args", [
@@ -199,11 +200,11 @@ def test_any_other_selection_runs_in_one_pytest(args: list[str]) -> None:
     assert pytest_step[1] == [[sys.executable, "-m", "pytest", *args]]
 
 
-def test_a_repeat_of_whole_directories_repeats_both_halves() -> None:
+def test_a_repeat_of_whole_directories_repeats_every_shard() -> None:
     options = run_all.parse(["--repeat", "2", "tests/kernel"])
     steps = run_all.steps_of(options, "b")
     assert [name for name, _, _, _ in steps] == ["pytest run 1/2", "pytest run 2/2"]
-    assert all(len(commands) == 2 for _, commands, _, _ in steps)
+    assert all(len(commands) == run_all.DIRECTORY_SHARDS for _, commands, _, _ in steps)
 
 
 def running(pid: int) -> bool:
