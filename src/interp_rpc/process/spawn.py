@@ -232,7 +232,8 @@ class WorkerTemplate:
         if control is None:
             raise ConnectionError("the worker template was retired")
         status_read, status_write = os.pipe()
-        cwd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        # O_PATH: a directory this process may enter but not list works too.
+        cwd = os.open(".", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
         outputs = [_open_or_null(fd) for fd in (1, 2)]
         answered = False
         try:
