@@ -10,7 +10,9 @@ that a slow moment of the machine falls on all of them), on W=2 workers:
 - a 64 MiB float64 array as an argument, and as a result; and as an
   argument that is a new array each call (joblib sends an array it has sent
   before without writing it again: it keeps arrays by identity, and does not
-  look whether their contents changed);
+  look whether their contents changed, so a change made in place does not
+  reach its workers: the report says, for each contender, whether that
+  array arrives changed);
 - a map of 10^5 tiny items with each contender's default chunking; and
   again with every contender's pool open at once, one map each in turn
   (rotating who goes first), which the machine's load moves less: a round
@@ -143,13 +145,18 @@ def measure(make: Callable[[], contextlib.AbstractContextManager[Runner]],
             times.append(time.perf_counter() - started)
             del new_array
         new_argument = statistics.median(times)
+        # Correct answers first: the array sent above, changed in place.
+        array[0] += 1.0
+        sees_change = run["call"](workloads.first_value, array) == array[0]
+        array[0] -= 1.0
         assert run["call"](workloads.ones, ARRAY_ITEMS).nbytes == array.nbytes
         result = _median_time(lambda: run["call"](workloads.ones, ARRAY_ITEMS), ARRAY_REPEATS)
         items = list(range(MAP_ITEMS))
         assert run["map"](workloads.identity, items) == items
         mapped = _median_time(lambda: run["map"](workloads.identity, items), ARRAY_REPEATS)
     return {"ready": ready, "call": statistics.median(latencies), "argument": argument,
-            "new_argument": new_argument, "result": result, "map": mapped}
+            "new_argument": new_argument, "result": result, "map": mapped,
+            "sees_change": float(sees_change)}
 
 
 MEASURES = (("ready", "pool ready and first result", 1e3, "ms"),
@@ -178,6 +185,10 @@ def report(rounds: list[dict[str, dict[str, float]]]) -> str:
         ratios = [f"{statistics.median(r[ours][key] / r[n][key] for r in rounds):.2f}x"
                   for n in names[1:]]
         lines.append(f"| {label} | " + " | ".join(cells + ratios) + " |")
+    seen = ["yes" if all(r[n]["sees_change"] for r in rounds) else "**no**: the old values"
+            for n in names]
+    lines.append("| the array of the argument row, changed in place, then sent again | "
+                 + " | ".join(seen + [""] * (len(names) - 1)) + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -70,6 +70,11 @@ def array_nbytes(array: Any) -> int:
     return int(array.nbytes)
 
 
+def first_value(array: Any) -> float:
+    """A NumPy array's first value: whether a change made in place arrived."""
+    return float(array[0])
+
+
 def ones(items: int) -> Any:
     """A new float64 array of ``items`` ones, to cross as a result."""
     import numpy
