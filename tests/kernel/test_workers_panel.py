@@ -390,3 +390,32 @@ def test_during_a_map_open_profile_sends_the_last_finished_profile(
     panel.send({"action": "open_profile"})
     assert "nap" in panel.next_message("profile", since=mark)["data"]["text/plain"]
     panel.close()
+
+
+def test_the_status_that_says_a_map_ended_offers_its_profile(each_kernel: Kernel) -> None:
+    # The map's end went out before its profile was kept: the panel showed
+    # the map over with its profile button off, until the status after.
+    setup(each_kernel)
+    panel = Panel(each_kernel)
+    panel.open()
+    for _ in range(3):
+        # A new pool has no profile yet (and a --profile run takes longest
+        # to keep its own: it gathers every worker's cProfile first).
+        assert each_kernel.execute("%parallel_pool -n 2", timeout=120).status == "ok"
+        position = panel.mark()
+        assert panel.run("%parallel_map --profile nap [0.2] * 4").reply["status"] == "ok"
+        seen_map = False
+        ended: dict[str, Any] | None = None
+        while ended is None:  # the first status without the map, after one with it
+            if position == len(panel.received):
+                panel.next_message(since=position)  # waits for one more
+            data = panel.received[position][1]
+            position += 1
+            if data.get("type") != "status":
+                continue
+            if data["map"] is not None:
+                seen_map = True
+            elif seen_map:
+                ended = data
+        assert ended["pool"]["last_profile"] is True, ended
+    panel.close()

@@ -84,13 +84,14 @@ def parallel_map(self: ParallelMagics, line: str) -> list[Any] | None:
     items = _items(shell.user_ns, source)
     notebook = self.notebook_pool
     pool = notebook.pool
+    # Profiled inside the map's listing: the Workers panel's status that
+    # says the map ended also says its profile is there to open.
+    profiled = notebook.profiling(pool, functions=args.profile)
     try:
         if live.engine_in_this_process(pool):
-            with notebook.profiling(pool, functions=args.profile):
-                results = _map_locally(pool, target, items, args, notebook.stuck_after)
+            results = _map_locally(pool, target, items, args, notebook.stuck_after, profiled)
         else:
-            with notebook.profiling(pool, functions=args.profile):
-                results = _map_polled(pool, target, items, args, notebook.stuck_after)
+            results = _map_polled(pool, target, items, args, notebook.stuck_after, profiled)
     except RemoteError as failure:
         _keep_partial_results(shell.user_ns, failure, args.out)
         raise
@@ -106,9 +107,11 @@ def parallel_map(self: ParallelMagics, line: str) -> list[Any] | None:
 
 
 def _map_locally(pool: InterpreterPool, target: Callable[..., Any] | str, items: list[Any],
-                 args: argparse.Namespace, stuck_after: float) -> list[Any]:
-    """%parallel_map on this process's pool: a live view of its progress
-    and status, and what the workers print, under the item that printed it."""
+                 args: argparse.Namespace, stuck_after: float,
+                 profiled: contextlib.AbstractContextManager[object]) -> list[Any]:
+    """%parallel_map on this process's pool, inside ``profiled``: a live view
+    of its progress and status, and what the workers print, under the item
+    that printed it."""
     first = pool.log_position()
     view = live.LiveView(pool, target=_targets.describe(target), total=len(items),
                          stuck_after=stuck_after, since=first)
@@ -118,7 +121,8 @@ def _map_locally(pool: InterpreterPool, target: Callable[..., Any] | str, items:
     started: running_maps.StopOnceStarted[MapRun] = running_maps.StopOnceStarted()
     try:
         with running_maps.running(_targets.describe(target), len(items),
-                                  _item_count(pool, first, len(items)), started, since=first):
+                                  _item_count(pool, first, len(items)), started, since=first), \
+                profiled:
             run = MapRun(pool, target, (items,), timeout=args.timeout,
                          chunksize=args.chunksize, buffersize=None,
                          on_dispatched=view.start, errors=args.errors,
@@ -140,7 +144,8 @@ def _map_locally(pool: InterpreterPool, target: Callable[..., Any] | str, items:
 
 
 def _map_polled(pool: Pool, target: Callable[..., Any] | str, items: list[Any],
-                args: argparse.Namespace, stuck_after: float) -> list[Any]:
+                args: argparse.Namespace, stuck_after: float,
+                profiled: contextlib.AbstractContextManager[object]) -> list[Any]:
     """%parallel_map on a pool whose status is asked for (a ProcessPool, a
     dask cluster): results read as they arrive, in order, their count shown
     as progress over the pool's live status, and what the workers print,
@@ -152,7 +157,7 @@ def _map_polled(pool: Pool, target: Callable[..., Any] | str, items: list[Any],
     try:
         printed.start()
         with running_maps.running(_targets.describe(target), len(items), lambda: len(results),
-                                  started):
+                                  started), profiled:
             try:
                 run = pool.map_run(target, (items,), timeout=args.timeout,
                                    chunksize=args.chunksize, buffersize=None, errors=args.errors,
