@@ -194,6 +194,7 @@ py::int_ stream::write(const py::str& text) {
     write_all(m_fd, bytes.data(), bytes.size());
     return length;
   }
+  take_descriptor_texts();  // written before this text
   append(std::move(bytes));
   p_interpreter->wait_for_iopub_room();
   return length;
@@ -256,15 +257,40 @@ void stream::flush() {
     return;
   }
   if (p_interpreter == nullptr) return;
-  if (m_pipe_read >= 0) {
-    // Text that C code of this thread still holds in stdio's buffer, then all
-    // that the descriptor received so far: it belongs before what follows.
-    std::fflush(m_fd == 1 ? stdout : stderr);
-    std::lock_guard read_lock(m_read_mutex);
-    read_pipe_locked();
-  }
+  // Text that C code of this thread still holds in stdio's buffer, then all
+  // that the descriptor received so far: it belongs before what follows.
+  std::fflush(m_fd == 1 ? stdout : stderr);
+  take_descriptor_text();
   std::lock_guard lock(m_mutex);
   publish_locked();
+}
+
+void stream::take_descriptor_text() {
+  std::lock_guard read_lock(m_read_mutex);
+  if (m_pipe_read >= 0) read_pipe_locked();
+}
+
+void stream::take_descriptor_texts() {
+  // One poll for both pipes: a write pays one system call when they are
+  // empty (a print loop writes hundreds of thousands of times).
+  stream* const streams[2] = {p_sibling, this};
+  pollfd ready[2] = {};
+  for (std::size_t i = 0; i < 2; ++i) {
+    ready[i].fd = streams[i] == nullptr ? -1 : streams[i]->m_pipe_read.load();  // -1: skipped
+    ready[i].events = POLLIN;
+  }
+  if (ready[0].fd < 0 && ready[1].fd < 0) return;
+  if (::poll(ready, 2, 0) < 0) ready[0].revents = ready[1].revents = POLLIN;  // read to be sure
+  for (std::size_t i = 0; i < 2; ++i) {
+    if (ready[i].fd < 0) continue;
+    if ((ready[i].revents & POLLIN) != 0) {
+      streams[i]->take_descriptor_text();
+    } else {
+      // An empty pipe may be one the stream's thread has just read, whose
+      // text it is adding to the buffer: that text goes first.
+      std::lock_guard in_flight(streams[i]->m_read_mutex);
+    }
+  }
 }
 
 void stream::read_pipe_locked() {

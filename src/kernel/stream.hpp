@@ -23,7 +23,8 @@
 // File descriptors. capture_fd() points the descriptor at a pipe that the
 // stream's thread reads: subprocesses, C code, the pool's subinterpreters and
 // forked children all write there, and their text shows in the cell that is
-// running. The kernel's own C++ log (std::cerr, std::clog) keeps going to the
+// running. A write to either Python stream first takes what both pipes hold,
+// so that text written to a descriptor before a print shows before it. The kernel's own C++ log (std::cerr, std::clog) keeps going to the
 // original descriptor. A forked child (multiprocessing's fork workers) has no
 // kernel of its own: its writes to the Python stream go straight to the
 // descriptor, hence to the pipe of the parent, which publishes them.
@@ -86,7 +87,11 @@ class stream {
   // Publishes all that is buffered; the second with m_mutex held.
   void publish_buffered();
   void publish_locked();
-  // Reads what the pipe holds without waiting; with m_read_mutex held.
+  // Reads what the pipe holds without waiting, into the buffer: before a
+  // write's text, which came after it. The second reads both streams'
+  // pipes; the third with m_read_mutex held.
+  void take_descriptor_text();
+  void take_descriptor_texts();
   void read_pipe_locked();
   void run();
   void wake();
@@ -105,7 +110,7 @@ class stream {
   stream* p_sibling = nullptr;
 
   std::mutex m_read_mutex;
-  int m_pipe_read = -1;     // the captured descriptor's pipe
+  std::atomic<int> m_pipe_read{-1};  // the captured descriptor's pipe, set once
   int m_saved_fd = -1;      // the original descriptor, duplicated
   std::string m_partial;    // an incomplete UTF-8 sequence, read last; m_read_mutex
   int m_wake_fd = -1;       // an eventfd the thread polls with the pipe

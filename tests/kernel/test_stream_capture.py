@@ -74,6 +74,25 @@ def test_c_stdio_output_shows_in_the_cell(shared_kernel: Kernel) -> None:
     assert "from C 42\n" in result.stream("stdout")
 
 
+def test_descriptor_and_python_writes_keep_their_order(shared_kernel: Kernel) -> None:
+    # The stream's thread read the pipe when it got to it: a print right
+    # after a write to the descriptor (or after a forked worker's line) could
+    # be published before that write. ipykernel 7.2 still does (docs/kernel.md).
+    result = shared_kernel.execute(
+        "import os, sys\n"
+        "for i in range(300):\n"
+        "    os.write(1, b'fd %d\\n' % i)\n"
+        "    print('python', i)\n"
+        "    os.write(2, b'fd err %d\\n' % i)\n"
+        "    print('python err', i, file=sys.stderr)\n",
+        timeout=EVENTUALLY,
+    )
+    assert result.status == "ok", result.reply["content"]
+    assert result.stream("stdout") == "".join(f"fd {i}\npython {i}\n" for i in range(300))
+    assert result.stream("stderr") == "".join(
+        f"fd err {i}\npython err {i}\n" for i in range(300))
+
+
 def test_forked_workers_print_into_the_cell(shared_kernel: Kernel) -> None:
     result = shared_kernel.execute(
         "import multiprocessing\n"
