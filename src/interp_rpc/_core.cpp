@@ -30,6 +30,7 @@
 
 #include "_core_calls.hpp"
 #include "_core_drain.hpp"
+#include "core/arena_cache.hpp"
 #include "core/build_info.hpp"
 #include "core/clock.hpp"
 #include "core/codes.hpp"
@@ -112,6 +113,7 @@ class engine {
     options.bootstrap_source = std::move(bootstrap_source);
     options.bootstrap_filename = std::move(bootstrap_filename);
     options.setup_request = setup_request;
+    core::install_arena_cache();  // holding the GIL, before any worker starts
     py::gil_scoped_release unlocked;
     registry().reap();
     m_pool = std::make_shared<core::pool>(std::move(options), settle_completed);
@@ -440,10 +442,13 @@ PYBIND11_MODULE(_core, m) {
   m.attr("REPLY_ENGINE_ERROR") = core::reply_kind_engine_error;
 
   m.def("monotonic_ns", &core::now_ns, "The engine's clock (the same as time.monotonic_ns()).");
-  // The packer the workers use, for what the caller sends (_worker/columns.py).
   m.def("pages_moved", &core::held_result::pages_moved,
         "Pages of large results moved into the caller rather than copied, since the process "
         "started (core/held_result.hpp).");
+  m.def("cached_arenas", &core::cached_arena_count,
+        "Freed pymalloc arenas the process keeps for the next interpreter that needs one "
+        "(core/arena_cache.hpp).");
+  // The packer the workers use, for what the caller sends (_worker/columns.py).
   py::object pack_column = py::reinterpret_steal<py::object>(core::new_pack_column_function());
   if (!pack_column) throw py::error_already_set();
   m.attr("pack_column") = pack_column;
