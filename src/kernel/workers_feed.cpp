@@ -144,6 +144,9 @@ void workers_feed::run() {
   nl::json last;
   std::optional<std::chrono::steady_clock::time_point> last_sent;
   std::unique_lock lock(m_mutex);
+  // Nothing goes out before the Python side has said which pool this is
+  // (the first set_map): a status then had an empty "pool".
+  m_wake.wait(lock, [this] { return m_stop || m_generation > 0; });
   while (!m_stop) {
     const bool map_changed = std::exchange(m_changed, false);
     lock.unlock();

@@ -419,3 +419,21 @@ def test_the_status_that_says_a_map_ended_offers_its_profile(each_kernel: Kernel
                 ended = data
         assert ended["pool"]["last_profile"] is True, ended
     panel.close()
+
+
+def test_every_status_describes_the_pool_also_right_after_it_was_replaced(
+        each_kernel: Kernel) -> None:
+    # Our kernel's publisher started sending as it started, before it was
+    # told which pool it served: its first status had an empty "pool".
+    setup(each_kernel)
+    panel = Panel(each_kernel)
+    panel.open()
+    for _ in range(4):
+        assert each_kernel.execute("%parallel_pool -n 2", timeout=120).status == "ok"
+        assert panel.run("%parallel_map abs [-1, -2, -3]").reply["status"] == "ok"
+    each_kernel.drain_iopub(0.5)
+    panel.close()
+    statuses = panel.statuses()
+    assert len(statuses) >= 4
+    for status in statuses:
+        assert set(status["pool"]) == {"kind", "workers", "stuck_after", "last_profile"}, status
