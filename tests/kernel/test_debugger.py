@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import queue
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,17 @@ print("total", total)
 """
 
 
+# ipykernel chooses debugpy's port by binding a random port and letting it
+# go; debugpy binds it again later. On a busy machine another process can
+# take the port in between, and the peer's initialize fails with this error
+# on IOPub. Ours has the system choose the port as debugpy binds it.
+PEER_PORT_TAKEN = "Can't listen for client connections: [Errno 98] Address already in use"
+
+
+class PeerPortTaken(Exception):
+    """ipykernel's debugger did not start: its port was taken."""
+
+
 class DebugClient:
     """The debugger side of a frontend, on one kernel's channels."""
 
@@ -76,13 +88,30 @@ class DebugClient:
                 timeout: float = WAIT) -> dict[str, Any]:
         """The response to one request, which must have succeeded."""
         response = self.reply(self.send(command, arguments), timeout)
-        assert response.get("success"), (command, response)
+        if not response.get("success"):
+            if command == "initialize" and not self.kernel.is_ours and any(
+                    PEER_PORT_TAKEN in str(e.get("evalue")) for e in self.iopub_errors()):
+                raise PeerPortTaken(response)
+            pytest.fail(f"{command} failed: {response}; the kernel's errors on IOPub: "
+                        f"{self.iopub_errors()}", pytrace=False)
         if self.kernel.is_ours:
             # ipykernel answers copyToGlobals with the response to the
             # setExpression it sent debugpy, numbered seq + 1.
             assert response["command"] == command
             assert response["request_seq"] == self.seq
         return response
+
+    def iopub_errors(self) -> list[dict[str, Any]]:
+        """The error and stderr messages on IOPub, read until it is quiet for
+        a second: ipykernel publishes there why its debugger did not start."""
+        while True:
+            try:
+                self.iopub.append(self.kernel.client.get_iopub_msg(timeout=1.0))
+            except queue.Empty:
+                break
+        return [m["content"] for m in self.iopub
+                if m["msg_type"] == "error"
+                or (m["msg_type"] == "stream" and m["content"]["name"] == "stderr")]
 
     def event(self, name: str, timeout: float = WAIT) -> dict[str, Any]:
         """The body of the next debug_event ``name`` on IOPub."""
@@ -137,10 +166,22 @@ class DebugClient:
 
 
 @pytest.fixture
-def debugging(each_kernel: Kernel) -> DebugClient:
+def debugging(each_kernel: Kernel) -> Iterator[DebugClient]:
     debug = DebugClient(each_kernel)
-    debug.start()
-    return debug
+    try:
+        debug.start()
+    except PeerPortTaken:
+        # ipykernel's own race, not the session under test: a new peer
+        # draws a new port. Ours is never given a second chance.
+        replacement = start_kernel(each_kernel.name)
+        try:
+            debug = DebugClient(replacement)
+            debug.start()
+            yield debug
+        finally:
+            stop_kernel(replacement)
+        return
+    yield debug
 
 
 def test_kernel_info_advertises_the_debugger(each_kernel: Kernel) -> None:
