@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import queue
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -170,9 +171,12 @@ def debugging(each_kernel: Kernel) -> Iterator[DebugClient]:
     debug = DebugClient(each_kernel)
     try:
         debug.start()
-    except PeerPortTaken:
+    except PeerPortTaken as taken:
         # ipykernel's own race, not the session under test: a new peer
-        # draws a new port. Ours is never given a second chance.
+        # draws a new port. Ours is never given a second chance. The
+        # warning shows in the run's summary, so a repeat counts them.
+        warnings.warn(f"ipykernel's debugger port was taken; a new peer kernel ({taken})",
+                      stacklevel=1)
         replacement = start_kernel(each_kernel.name)
         try:
             debug = DebugClient(replacement)
