@@ -8,7 +8,12 @@ interleaved so that a slow moment of the machine falls on all of them):
   n = 10^3 to 10^7 (InterpreterPoolExecutor, at about 10^4 items a second,
   only up to 10^4);
 - ``bytes argument`` / ``bytes result``: 1 KiB to 256 MiB crossing one way,
-  plus a ``memoryview`` argument, and ``str`` and ``bytearray`` results;
+  plus a ``memoryview`` argument, and ``str`` and ``bytearray`` results. A
+  pool in use: each round times a few calls in a row (8, and fewer from
+  16 MiB up, so that a round moves no more than 64 MiB; one call from 64
+  MiB up) and keeps their mean. A single call finds its worker asleep, and
+  waking an idle vCPU costs this VM hundreds of microseconds, more than a
+  zero-copy call of any size takes;
 - ``float list`` / ``int list``, as argument and as result: 10^3 to 10^7
   numbers (2^20 is the acceptance row). The argument's list is made once in
   the caller, the result's once in each worker (which returns it again):
@@ -66,6 +71,9 @@ CONTENDERS = (OURS, IPE, MP)
 IPE_MAP_LIMIT = 10**4
 #: Rounds for a row whose samples take a second or more.
 FEW_ROUNDS = 3
+#: Calls in a row in one sample of a payload row, and the most data they move.
+IN_USE_CALLS = 8
+IN_USE_BYTES = 64 * MiB
 SLEEP_S = 0.02  # what each call of the workers axis sleeps
 
 
@@ -133,22 +141,36 @@ def rounds_for(size_bytes: int, rounds: int) -> int:
 
 def measure_rows(rows: list[Row], runs: dict[str, Callable[[Row], Any]], rounds: int,
                  check: Callable[[Row, Any], None], weight: Callable[[Row], int],
-                 warm_every_worker: Callable[[Row], bool] = lambda row: False) -> None:
-    """``warm_every_worker(row)``: warm that row in every worker, not once."""
+                 warm_every_worker: Callable[[Row], bool] = lambda row: False,
+                 calls_in_a_row: Callable[[Row], int] = lambda row: 1) -> None:
+    """``warm_every_worker(row)``: warm that row in every worker, not once.
+    ``calls_in_a_row(row)``: a sample is the mean of that many runs in a row."""
     for row in rows:
         for name, run in runs.items():  # warm each size once: first pages, imports
             if run_allowed(row, name):
                 for value in (on_every_worker(run, row) if warm_every_worker(row)
                               else [run(row)]):
                     check(row, value)
+        repeats = calls_in_a_row(row)
         for _ in range(rounds_for(weight(row), rounds)):
             for name, run in runs.items():
                 if run_allowed(row, name):
-                    seconds, value = timed(functools.partial(run, row))
-                    check(row, value)
-                    row.seconds.setdefault(name, []).append(seconds)
+                    seconds, value = timed(
+                        functools.partial(in_a_row, run, row, repeats, check))
+                    row.seconds.setdefault(name, []).append(seconds / repeats)
                     del value
         print(f"  {row.axis}: {row.label}", file=sys.stderr, flush=True)
+
+
+def in_a_row(run: Callable[[Row], Any], row: Row, repeats: int,
+             check: Callable[[Row, Any], None]) -> Any:
+    """``repeats`` runs, each checked. The last value is returned, so that
+    freeing it falls outside the timing, as a single run's does."""
+    value = None
+    for _ in range(repeats):
+        value = run(row)
+        check(row, value)
+    return value
 
 
 def on_every_worker(run: Callable[[Row], Any], row: Row) -> list[Any]:
@@ -214,9 +236,15 @@ def payload_rows(sizes: list[int], calls: dict[str, Run], rounds: int) -> list[R
     for rows, runner, check in ((arguments, argument, check_argument),
                                 (results, result, check_result)):
         measure_rows(rows, {name: bind(runner, call) for name, call in calls.items()},
-                     rounds, check, lambda row: row.size)
+                     rounds, check, lambda row: row.size,
+                     calls_in_a_row=lambda row: in_use_calls(row.size))
     data.clear()
     return arguments + results
+
+
+def in_use_calls(size: int) -> int:
+    """Calls in a row per sample of a payload of ``size`` bytes."""
+    return max(1, min(IN_USE_CALLS, IN_USE_BYTES // size))
 
 
 def number_rows(sizes: list[int], calls: dict[str, Run], rounds: int) -> list[Row]:
@@ -445,7 +473,10 @@ def report(rows: list[Row], rounds: int, took: float, notes: list[str]) -> str:
         f"the end; Python {platform.python_version()}; W = {WORKERS} but on the workers axis; "
         f"median of {rounds} interleaved rounds ({FEW_ROUNDS} for the largest rows and the "
         f"workers axis); the run took {took / 60:.1f} min. Ratios: interp-rpc's time over "
-        "the contender's (below 1: interp-rpc is faster).",
+        "the contender's (below 1: interp-rpc is faster). The bytes rows time a pool in "
+        f"use: a sample is {IN_USE_CALLS} calls in a row (as many as move "
+        f"{IN_USE_BYTES // MiB} MiB from 16 MiB up; one from {IN_USE_BYTES // MiB} MiB up), "
+        "and the time per call.",
     ]
     for axis in dict.fromkeys(row.axis for row in rows):
         mine = [row for row in rows if row.axis == axis]
