@@ -10,7 +10,7 @@ interleaved so that a slow moment of the machine falls on all of them):
 - ``bytes argument`` / ``bytes result``: 1 KiB to 256 MiB crossing one way,
   plus a ``memoryview`` argument, and ``str`` and ``bytearray`` results. A
   pool in use: each round times a few calls in a row (8, and fewer from
-  16 MiB up, so that a round moves no more than 64 MiB; one call from 64
+  16 MiB up, so that a sample moves no more than 64 MiB; one call from 64
   MiB up) and keeps their mean. A single call finds its worker asleep, and
   waking an idle vCPU costs this VM hundreds of microseconds, more than a
   zero-copy call of any size takes;
