@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 from jupyter_client.blocking.client import BlockingKernelClient
-from jupyter_client.manager import KernelManager, start_new_kernel
+from jupyter_client.manager import KernelManager
+from kernel_ports import claimed_ports
 
 KERNEL_NAME = "interp-rpc"
 # ipykernel, as Debian's python3-ipykernel installs it: the kernel ours is
@@ -168,7 +169,22 @@ def own_ipython_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 
 
 def start_kernel(name: str = KERNEL_NAME, **kwargs: Any) -> Kernel:
-    manager, client = start_new_kernel(kernel_name=name, startup_timeout=60, **kwargs)
+    """A kernel started as jupyter_client's start_new_kernel starts it, but
+    on ports that no other process is handed before it binds them."""
+    with claimed_ports(5) as ports:
+        # Without cache_ports, which would draw other ports as it starts.
+        manager = KernelManager(kernel_name=name, cache_ports=False)
+        (manager.shell_port, manager.iopub_port, manager.stdin_port, manager.hb_port,
+         manager.control_port) = ports
+        manager.start_kernel(**kwargs)
+        client = manager.client()
+        client.start_channels()
+        try:
+            client.wait_for_ready(timeout=60)
+        except RuntimeError:
+            client.stop_channels()
+            manager.shutdown_kernel()
+            raise
     return Kernel(manager, client, name)
 
 
