@@ -7,9 +7,9 @@ three shards that start kernels and connect to them at once: a connection
 can take such a port in between, and that kernel dies at startup with
 "Address already in use" (ipykernel did, once in 21 runs of the kernel
 suite under load). The tests' kernels take their ports below that range
-instead, where the system hands out none, and each port is claimed across
-the shards (a file in the shared temporary directory) until its kernel has
-bound it.
+instead, where the system hands out none, and each port is claimed (a
+file in /dev/shm, which every ``./dev`` run on the machine sees, though each
+has a /tmp of its own) until its kernel has bound it.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 #: Where claims live: one empty file per port that a kernel is starting with.
-CLAIMS = Path(tempfile.gettempdir()) / "interp-rpc-test-kernel-ports"
+CLAIMS = (Path("/dev/shm") if Path("/dev/shm").is_dir()
+          else Path(tempfile.gettempdir())) / "interp-rpc-test-kernel-ports"
 #: How many ports below the system's own range the tests draw from.
 SPAN = 16384
 #: The address kernels listen on (jupyter_client's default).
