@@ -299,18 +299,33 @@ def test_closing_the_comm_stops_the_updates(each_kernel: Kernel) -> None:
 # Holds the main GIL for seconds in one C call (sum over a range never
 # reaches the eval loop, where the GIL would be handed over), while a worker
 # of the pool sleeps in its own interpreter.
+# The worker stays busy until the hold is over, however long the hold takes
+# (a fixed nap ended first on a loaded machine, and the worker showed idle).
 HOLD_THE_GIL = """
+import os, tempfile
 from interp_rpc.notebook import current_pool
-running = current_pool().submit(nap, 6.0)
+released = os.path.join(tempfile.mkdtemp(), "released")
+running = current_pool().submit(wait_for_file, released, 120.0)
 print("holding the GIL", flush=True)
 sum(range(150_000_000))
 print("released the GIL", flush=True)
+open(released, "w").close()
 running.result()
+"""
+# A worker's target that returns once `path` exists (or `limit` seconds
+# passed): busy for as long as the cell takes to create it.
+FILE_WAITER = """
+def wait_for_file(path, limit):
+    import os, time
+    deadline = time.monotonic() + limit
+    while not os.path.exists(path) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return path
 """
 
 
 def test_our_kernel_sends_updates_while_the_main_thread_holds_the_gil(kernel: Kernel) -> None:
-    setup(kernel, "%parallel_pool -n 1")
+    setup(kernel, FILE_WAITER, "%parallel_pool -n 1")
     panel = Panel(kernel)
     assert panel.open()["type"] == "status"
     ran = panel.run(HOLD_THE_GIL)
