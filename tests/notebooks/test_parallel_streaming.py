@@ -50,4 +50,6 @@ def test_parallel_output_shows_while_the_cell_runs(kernel_name: str, pool: str,
         assert streamed == "[workers 0-1]\nearly\nlate\n"
     finally:
         client.stop_channels()
-        manager.shutdown_kernel(now=True)
+        # Gracefully, as a user shuts a kernel down: killing its process group
+        # leaves the named semaphores of the dask cluster it started behind.
+        manager.shutdown_kernel()
