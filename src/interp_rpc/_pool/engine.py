@@ -7,18 +7,20 @@ package still imports, and creating a pool there fails with a clear error.
 
 from __future__ import annotations
 
+import _interpreters
 from pathlib import Path
 
 from interp_rpc.errors import InterpRpcError
 
-try:
+# Only the main interpreter tries. _core refuses subinterpreters, but only
+# after its init function has run there, and that init touches pybind11's
+# process-wide state while the main interpreter's threads (the pool's
+# completion thread) read it: a data race, reported by ThreadSanitizer.
+if _interpreters.get_current()[0] == _interpreters.get_main()[0]:
     from interp_rpc import _core
 
     ENGINE_UNAVAILABLE: str | None = None
-except ImportError as exc:
-    # Anything but a refusal to load in a subinterpreter is a broken installation.
-    if "does not support loading in subinterpreters" not in str(exc):
-        raise
+else:
     _core = None  # type: ignore[assignment]  # require_engine() guards every use
     ENGINE_UNAVAILABLE = (
         "InterpreterPool can only be created in the main interpreter, not inside a worker "
