@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -22,7 +23,8 @@ std::atomic<std::uint64_t> moved_pages{0};
 // alone and drops it next) and both sit at the same offset in their pages,
 // the whole pages in between are moved, not copied: src's become empty
 // (they read as zeros), dst's take their place.
-void move_or_copy(char* dst, char* src, std::size_t n, bool src_may_be_emptied) {
+void move_or_copy(char* dst, char* src, std::size_t n, bool src_may_be_emptied,
+                  shared_copy& copier) {
   static const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
   const auto src_at = reinterpret_cast<std::uintptr_t>(src);
   const auto dst_at = reinterpret_cast<std::uintptr_t>(dst);
@@ -38,7 +40,7 @@ void move_or_copy(char* dst, char* src, std::size_t n, bool src_may_be_emptied) 
       return;
     }
   }
-  std::memcpy(dst, src, n);
+  copier.copy(dst, src, n);
 }
 
 const char* type_name(held_result::value_type type) {
@@ -92,6 +94,14 @@ bool held_result::hold(PyObject* values) {
   return true;
 }
 
+bool held_result::worth_helping() {
+  std::lock_guard lock(m_mutex);
+  return std::any_of(m_pieces.begin(), m_pieces.end(), [](const piece& p) {
+    return static_cast<std::size_t>(p.length) * static_cast<std::size_t>(p.kind) >=
+           shared_copy_threshold;
+  });
+}
+
 bool held_result::keep_copy(piece& p) noexcept {
   const auto size = static_cast<std::size_t>(p.length) * static_cast<std::size_t>(p.kind);
   try {
@@ -120,6 +130,7 @@ void held_result::mark_sole_owner() {
 
 PyObject* held_result::copy_out() {
   PyObject* values = copy_out_locked();
+  m_copy.finish();
   if (m_when_done) m_when_done();
   return values;
 }
@@ -148,17 +159,17 @@ PyObject* held_result::copy_out_locked() {
     switch (p.type) {
       case value_type::bytes:
         value = PyBytes_FromStringAndSize(nullptr, p.length);
-        if (value != nullptr) move_or_copy(PyBytes_AS_STRING(value), source, size, may_empty);
+        if (value != nullptr) move_or_copy(PyBytes_AS_STRING(value), source, size, may_empty, m_copy);
         break;
       case value_type::bytearray:
         value = PyByteArray_FromStringAndSize(nullptr, p.length);
-        if (value != nullptr) move_or_copy(PyByteArray_AS_STRING(value), source, size, may_empty);
+        if (value != nullptr) move_or_copy(PyByteArray_AS_STRING(value), source, size, may_empty, m_copy);
         break;
       case value_type::str:
         // Same largest code point, so the same kind: the code units copy as is.
         value = PyUnicode_New(p.length, p.max_char);
         if (value != nullptr) {
-          move_or_copy(static_cast<char*>(PyUnicode_DATA(value)), source, size, may_empty);
+          move_or_copy(static_cast<char*>(PyUnicode_DATA(value)), source, size, may_empty, m_copy);
         }
         break;
     }
@@ -183,6 +194,7 @@ void held_result::abandon() noexcept {
     std::lock_guard lock(m_mutex);
     m_done = true;
   }
+  m_copy.finish();
   try {
     if (m_when_done) m_when_done();
   } catch (...) {

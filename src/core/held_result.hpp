@@ -38,6 +38,8 @@
 #include <string>
 #include <vector>
 
+#include "core/shared_copy.hpp"
+
 namespace interp_rpc::core {
 
 class held_result {
@@ -58,6 +60,17 @@ class held_result {
   // rather than copy, and copies aside each bytearray that the worker's
   // code can still reach (and so change).
   void mark_sole_owner();
+
+  // Worker thread: whether a value is large enough that the caller's copy
+  // is worth sharing (shared_copy.hpp).
+  bool worth_helping();
+  // Worker thread, its GIL released, with nothing else to do: takes a share
+  // of the caller's copy, if it starts before `deadline_ns` and `leave()`
+  // stays false (shared_copy::stand_by). Returns whether it helped.
+  bool help_copy(std::int64_t deadline_ns, const std::function<bool()>& leave,
+                 std::int64_t poll_ns, std::int64_t spin_ns) {
+    return m_copy.stand_by(deadline_ns, leave, poll_ns, spin_ns);
+  }
 
   // Pages moved rather than copied by every read so far (for tests).
   static std::uint64_t pages_moved() noexcept;
@@ -107,6 +120,8 @@ class held_result {
   bool m_done = false;               // copied out, or abandoned
   const char* m_lost = nullptr;      // why the values are gone: no memory for a copy
   std::function<void()> m_when_done;
+  // The caller's copies, which the worker may share.
+  shared_copy m_copy;
 };
 
 }  // namespace interp_rpc::core

@@ -29,7 +29,29 @@ constexpr int reply_engine_error = reply_kind_engine_error;
 // machine is loaded).
 constexpr std::int64_t ready_wait_limit_ns = 1'000'000'000;
 
+// After a reply that lends a large value, its worker stands by to share the
+// caller's copy (shared_copy.hpp) this long at most: time for a sleeping
+// caller to wake and start it. A call queued meanwhile ends the wait (seen
+// within a poll), and so does the caller's read or its dropping the call.
+// It spins all along: a sleeping helper would wake too late to take a share.
+constexpr std::int64_t copy_stand_by_ns = 2'000'000;
+constexpr std::int64_t copy_stand_by_poll_ns = 100'000;
+constexpr std::int64_t copy_stand_by_spin_ns = copy_stand_by_ns;
+
 }  // namespace
+
+// ---------------------------------------------------------------- copy helper
+
+void pool::stand_by_to_copy(shared_state& s, held_result& held) {
+  bool nobody = false;
+  if (!s.copy_helper_standing.compare_exchange_strong(nobody, true)) return;
+  {
+    gil_released unlocked;
+    held.help_copy(now_ns() + copy_stand_by_ns, [&s] { return s.queue.size() > 0; },
+                   copy_stand_by_poll_ns, copy_stand_by_spin_ns);
+  }
+  s.copy_helper_standing.store(false);
+}
 
 // ---------------------------------------------------------------- shared state
 
@@ -232,6 +254,7 @@ void pool::worker_main(std::shared_ptr<shared_state> shared, int index) {
         s.board.end_call(index, c->timing.finished_ns);
         s.finish(c, call_outcome::replied, call_kind, std::move(call_reply), index);
         release_after_reply(worker);
+        if (c->held && c->held->worth_helping()) stand_by_to_copy(s, *c->held);
       }
       // Whatever a caller has not copied yet stays readable after this
       // interpreter is gone.

@@ -160,6 +160,9 @@ class pool {
     status_board board;
     call_log log;
     std::atomic<bool> broken{false};
+    // A worker stands by to share a caller's copy (one at a time: each
+    // spins, and two spinners on two cores would leave the caller none).
+    std::atomic<bool> copy_helper_standing{false};
 
     mutable std::mutex mutex;  // guards everything below
     std::condition_variable changed;
@@ -196,6 +199,9 @@ class pool {
   };
 
   static void worker_main(std::shared_ptr<shared_state> shared, int index);
+  // A worker whose reply lent a large value, with nothing else to do: takes a
+  // share of the caller's copy of it, unless another worker stands by already.
+  static void stand_by_to_copy(shared_state& s, held_result& held);
   static void completion_main(std::shared_ptr<shared_state> shared);
 
   std::shared_ptr<shared_state> m_shared;

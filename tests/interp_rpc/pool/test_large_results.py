@@ -11,6 +11,7 @@ worker lets go of what it lent once it was read or dropped.
 
 from __future__ import annotations
 
+import concurrent.futures
 import time
 from collections.abc import Iterator
 
@@ -213,3 +214,35 @@ def test_a_large_result_the_worker_keeps_stays_whole_in_the_worker(
     assert pages_moved() == moved
     counted = lending_pool.run_everywhere(lendtasks.zeros_in_kept).wait().values()
     assert set(counted) - {None} == {0}
+
+
+#: Large enough that the worker that made a result shares its caller's copy
+#: (core/shared_copy.hpp), not large enough to move pages instead.
+SHARED_COPY_SIZE = (16 << 20) + 4099
+
+
+def test_large_results_read_by_two_threads_at_once_are_exact(
+        lending_pool: InterpreterPool) -> None:
+    """Two callers copy at once, each from its own worker, while (at most)
+    one worker stands by to share a copy: every result still arrives whole."""
+    def read(seed: int) -> list[bytes]:
+        return [lending_pool.call(lendtasks.patterned, SHARED_COPY_SIZE, seed)
+                for _ in range(3)]
+
+    with concurrent.futures.ThreadPoolExecutor(2) as threads:
+        results = list(threads.map(read, [5, 6]))
+    for seed, values in zip([5, 6], results):
+        assert values == [lendtasks.patterned(SHARED_COPY_SIZE, seed)] * 3
+
+
+def test_a_large_result_dropped_unread_frees_its_worker_for_the_next_call(
+        make_pool: MakePool) -> None:
+    """A worker standing by to share a copy that never comes serves on."""
+    pool = make_pool(workers=1, init=INIT)
+    for seed in range(3):
+        future = pool.submit(lendtasks.patterned, SHARED_COPY_SIZE, seed)
+        del future
+        assert pool.call(lendtasks.patterned, SHARED_COPY_SIZE, seed) == \
+            lendtasks.patterned(SHARED_COPY_SIZE, seed)
+    str_future = pool.submit(lendtasks.patterned_str, SHARED_COPY_SIZE)
+    assert str_future.result(timeout=60) == lendtasks.patterned_str(SHARED_COPY_SIZE)
