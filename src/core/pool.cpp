@@ -246,15 +246,17 @@ void pool::worker_main(std::shared_ptr<shared_state> shared, int index) {
         int call_kind = reply_ok;
         std::string call_reply;
         run_call(worker, lease_type.get(), *c, call_kind, call_reply);
+        held_result* lent_now = nullptr;  // kept alive by `lent`
         if (c->held) {
           c->held->when_done([shared] { shared->queue.wake_up(); });
           lent.push_back(c->held);
+          lent_now = c->held.get();
         }
         c->timing.finished_ns = now_ns();
         s.board.end_call(index, c->timing.finished_ns);
         s.finish(c, call_outcome::replied, call_kind, std::move(call_reply), index);
         release_after_reply(worker);
-        if (c->held && c->held->worth_helping()) stand_by_to_copy(s, *c->held);
+        if (lent_now != nullptr && lent_now->worth_helping()) stand_by_to_copy(s, *lent_now);
       }
       // Whatever a caller has not copied yet stays readable after this
       // interpreter is gone.
