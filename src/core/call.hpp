@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/held_result.hpp"
+#include "core/shared_copy.hpp"
 
 namespace interp_rpc::core {
 
@@ -143,6 +144,11 @@ class call {
   // The large values the reply holds rather than carries (held_result.hpp),
   // set by the worker before it completes the call; null when none.
   std::shared_ptr<held_result> held;
+
+  // Set before the call is queued when one of `buffers` is large enough that
+  // the worker's copy of it is worth sharing (argument_copy.hpp): the caller
+  // that waits for the call then stands by to take a share. Null otherwise.
+  std::unique_ptr<shared_copy> argument_copy;
 
   // Whether the completion thread must see this call once it is done.
   bool needs_completion() const noexcept {

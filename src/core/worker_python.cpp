@@ -5,6 +5,7 @@
 #include <new>
 #include <string>
 
+#include "core/argument_copy.hpp"
 #include "core/buffer_lease.hpp"
 #include "core/codes.hpp"
 #include "core/fault_injection.hpp"
@@ -111,13 +112,19 @@ worker_functions bootstrap(const pool_options& options, int& kind, std::string& 
   py_ref code = py_ref::steal(Py_CompileString(options.bootstrap_source.c_str(),
                                                options.bootstrap_filename.c_str(), Py_file_input));
   // The worker's Python code packs its results with it (_worker/columns.py),
-  // and its chunk loops take their items through stoppable_items.
+  // its chunk loops take their items through stoppable_items, and it copies
+  // large bytes arguments with the caller's help (argument_copy.hpp).
   py_ref pack_column = py_ref::steal(new_pack_column_function());
   py_ref stoppable_items = py_ref::steal(new_stoppable_items_type());
-  if (!filename || !code || !pack_column || !stoppable_items ||
+  py_ref copy_argument = py_ref::steal(new_copy_argument_function());
+  py_ref arguments_loaded = py_ref::steal(new_arguments_loaded_function());
+  if (!filename || !code || !pack_column || !stoppable_items || !copy_argument ||
+      !arguments_loaded ||
       PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins()) < 0 ||
       PyDict_SetItemString(globals, "pack_column", pack_column.get()) < 0 ||
       PyDict_SetItemString(globals, "stoppable_items", stoppable_items.get()) < 0 ||
+      PyDict_SetItemString(globals, "copy_argument", copy_argument.get()) < 0 ||
+      PyDict_SetItemString(globals, "arguments_loaded", arguments_loaded.get()) < 0 ||
       PyDict_SetItemString(globals, "__file__", filename.get()) < 0 ||
       PyDict_SetItemString(PyImport_GetModuleDict(), "_interp_rpc_worker", module.get()) < 0) {
     kind = reply_kind_engine_error;
@@ -171,9 +178,12 @@ void run_call(const worker_functions& worker, PyObject* lease_type, call& c, int
     if (ok) PyList_SET_ITEM(buffers.get(), static_cast<Py_ssize_t>(i), view.release());
   }
   std::int64_t costs[2] = {0, 0};
+  const current_call_scope running(c);
   py_ref result = ok ? py_ref::steal(PyObject_CallFunctionObjArgs(worker.execute.get(), request.get(),
                                                                   buffers.get(), nullptr))
                      : py_ref();
+  // Whatever execute() did: a caller standing by stops now at the latest.
+  if (c.argument_copy) c.argument_copy->finish();
   std::shared_ptr<held_result> held;
   if (!result || !read_reply(result.get(), kind, reply, costs, 2, &held)) {
     kind = reply_kind_engine_error;

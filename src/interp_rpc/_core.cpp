@@ -31,6 +31,7 @@
 #include "_core_calls.hpp"
 #include "_core_drain.hpp"
 #include "core/arena_cache.hpp"
+#include "core/argument_copy.hpp"
 #include "core/build_info.hpp"
 #include "core/clock.hpp"
 #include "core/codes.hpp"
@@ -378,6 +379,17 @@ class engine {
     if (!buffers.empty()) {
       acquire_buffers(buffers, *c, views);
       c->buffers = std::move(views);
+      // Only a bytes-backed buffer is one the worker copies (wire.py: a
+      // _Copied argument's buffer is the bytes itself, or a bytearray's
+      // snapshot); a memoryview's buffer, which the worker reads in place,
+      // is backed by the memoryview. A caller standing by for those would
+      // only take a core from the worker.
+      const bool copied_and_large =
+          std::any_of(c->held_buffers.begin(), c->held_buffers.end(), [](const Py_buffer& b) {
+            return b.obj != nullptr && PyBytes_CheckExact(b.obj) &&
+                   core::worth_sharing_argument(b.len);
+          });
+      if (copied_and_large) c->argument_copy = std::make_unique<core::shared_copy>();
     }
     c->timing.submitted_ns = submitted_ns;
     c->timing.serialize_ns = serialize_ns;

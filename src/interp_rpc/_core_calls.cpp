@@ -4,6 +4,8 @@
 #include <limits>
 #include <utility>
 
+#include "core/argument_copy.hpp"
+
 namespace interp_rpc::binding {
 
 namespace {
@@ -116,6 +118,10 @@ py::dict timing_dict(const core::call_timing& t) {
 bool call_handle::wait(std::optional<double> timeout) {
   m_call->begin_direct_wait();
   try {
+    if (m_call->argument_copy) {
+      py::gil_scoped_release unlocked;
+      core::stand_by_for_arguments(*m_call, to_timeout_ns(timeout));
+    }
     wait_for_call(*m_call, timeout);
   } catch (...) {
     // Interrupted (Ctrl-C). A call that finished meanwhile may have been

@@ -93,6 +93,11 @@ def _cell_result_text(value: Any) -> str:
 _pack_column: Any = globals().get("pack_column")
 _stoppable_items: Any = globals().get("stoppable_items")
 load_engine: Callable[[], ModuleType | None] | None = None
+#: The engine's copy of large bytes arguments, shared with the waiting caller
+#: (core/argument_copy.hpp): a subinterpreter worker's only. A worker process
+#: copies them alone.
+wire.use_argument_copier(globals().get("copy_argument"))
+_arguments_loaded: Callable[[], None] | None = globals().get("arguments_loaded")
 #: A worker process's view of its pool's stop board (process/stop_board.py),
 #: set by child.py: there a chunk names its map's stop flag by its index.
 stop_board: memoryview | None = None
@@ -449,6 +454,8 @@ def execute(request: memoryview, buffers: list[memoryview]) -> Reply:
     started = time.perf_counter_ns()
     try:
         target_spec, mode, args, kwargs = wire.loads(request, buffers)
+        if buffers and _arguments_loaded is not None:
+            _arguments_loaded()  # a caller standing by to help copy them stops
     except BaseException as exc:
         error = wire.describe_exception(exc)
         if isinstance(exc, ScriptImportError):

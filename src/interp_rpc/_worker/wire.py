@@ -375,8 +375,42 @@ class _Copied:
         self.buffer = buffer
 
     def __reduce_ex__(self, protocol: SupportsIndex) -> Any:
-        # A builtin as the rebuilding callable: the worker needs no import.
-        return self.kind, (self.buffer,)
+        return rebuild_copied, (self.kind, self.buffer)
+
+
+#: How a worker rebuilds a large bytes or bytearray argument: the engine's
+#: copy_argument (core/argument_copy.hpp) in a subinterpreter worker, whose
+#: copy the waiting caller helps with (use_argument_copier); elsewhere (a
+#: process pool's worker, a dask worker) None: bytes() or bytearray() copy
+#: alone.
+argument_copier: Callable[[type, Any], Any] | None = None
+
+
+def use_argument_copier(copier: Callable[[type, Any], Any] | None) -> None:
+    global argument_copier
+    argument_copier = copier
+
+#: How a _Copied argument's pickle names rebuild_copied: by the caller's name
+#: for this module, which a worker that loaded the file by path maps to its
+#: own copy (_LoadingHere), without importing the interp_rpc package.
+_REBUILD_COPIED = ("interp_rpc._worker.wire", "rebuild_copied")
+
+
+def rebuild_copied(kind: type[bytes] | type[bytearray], buffer: Any) -> bytes | bytearray:
+    """A _Copied argument, rebuilt: a new ``kind`` holding the buffer's bytes."""
+    copier = argument_copier
+    if copier is None:
+        return kind(buffer)
+    return copier(kind, buffer)  # type: ignore[no-any-return]
+
+
+class _LoadingHere(pickle.Unpickler):
+    """Unpickles a request in a worker that loaded this module by path."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) == _REBUILD_COPIED:
+            return rebuild_copied
+        return super().find_class(module, name)
 
 
 _BYTES_TYPES = frozenset((bytes, bytearray))
@@ -728,4 +762,7 @@ def loads(data: bytes | memoryview, buffers: list[Any] | None = None) -> Any:
         return unlending.load()
     if buffers is None and type(data) is WithBuffers:
         buffers = data.buffers
+    if buffers and __name__ != _REBUILD_COPIED[0]:
+        # Only a request with out-of-band buffers can hold a _Copied argument.
+        return _LoadingHere(io.BytesIO(data), buffers=buffers).load()
     return pickle.loads(data, buffers=buffers)

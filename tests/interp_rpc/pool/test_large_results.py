@@ -231,7 +231,7 @@ def test_large_results_read_by_two_threads_at_once_are_exact(
 
     with concurrent.futures.ThreadPoolExecutor(2) as threads:
         results = list(threads.map(read, [5, 6]))
-    for seed, values in zip([5, 6], results):
+    for seed, values in zip([5, 6], results, strict=True):
         assert values == [lendtasks.patterned(SHARED_COPY_SIZE, seed)] * 3
 
 

@@ -8,8 +8,10 @@ import operator
 import os
 import signal
 import threading
+import zlib
 from collections.abc import Callable
 
+import copytasks
 import pytest
 from process_support import alive, children, wait_ended, worker_processes
 from support import wait_until
@@ -55,6 +57,16 @@ def test_an_unpicklable_argument_names_its_path_before_dispatch(
         process_pool.call("builtins.len", {"ok": 1, "bad": [threading.Lock()]})
     assert caught.value.argument_path == "argument 'obj'['bad'][0]"
     assert process_pool.stats().calls == 0  # nothing was sent
+
+
+@pytest.mark.parametrize("kind", [bytes, bytearray])
+def test_a_large_bytes_argument_arrives_whole(process_pool: ProcessPool,
+                                              kind: type[bytes] | type[bytearray]) -> None:
+    # Its pickle names the function that rebuilds it as the caller knows it
+    # (interp_rpc._worker.wire), which a worker process maps to its own.
+    data = kind(copytasks.patterned_bytes(3 * (1 << 20) + 5))
+    assert process_pool.call(copytasks.checksum, data) == (
+        kind.__name__, len(data), zlib.crc32(data))
 
 
 def test_an_unknown_target_is_a_resolution_error(process_pool: ProcessPool) -> None:
