@@ -390,6 +390,7 @@ def use_argument_copier(copier: Callable[[type, Any], Any] | None) -> None:
     global argument_copier
     argument_copier = copier
 
+
 #: How a _Copied argument's pickle names rebuild_copied: by the caller's name
 #: for this module, which a worker that loaded the file by path maps to its
 #: own copy (_LoadingHere), without importing the interp_rpc package.
